@@ -1,0 +1,90 @@
+//! A server showing each feature on its own route; `GET /routes` lists them.
+//!
+//! `cargo run --release --example demo --features server`
+
+mod support;
+
+use std::time::Duration;
+
+use twinhttp::{Body, Request, Response};
+
+const ROUTES: &[(&str, &str, &str)] = &[
+    ("GET", "/", "Hello, World!"),
+    (
+        "POST",
+        "/echo",
+        "the request body echoed back (Content-Length or chunked, up to the body limit)",
+    ),
+    (
+        "GET",
+        "/stream",
+        "a chunked response: five chunks, 100 ms apart",
+    ),
+    (
+        "GET",
+        "/status/{code}",
+        "an empty response with that status, e.g. /status/204",
+    ),
+    ("GET", "/routes", "this page"),
+];
+
+fn demo(req: &mut Request<'_>) -> Response {
+    let path = req.path().to_owned();
+    match (req.method(), path.as_str()) {
+        ("GET" | "HEAD", "/") => Response::text("Hello, World!"),
+        ("POST", "/echo") => match req.read_body() {
+            Ok(body) => Response::new(200)
+                .with_content_type(
+                    req.header("content-type")
+                        .unwrap_or("application/octet-stream")
+                        .to_owned(),
+                )
+                .with_body(body),
+            // The server answers 400/413 itself when the body was malformed or too large.
+            Err(_) => Response::new(400),
+        },
+        ("GET" | "HEAD", "/stream") => {
+            let chunks = (1..=5).map(|i| {
+                if i > 1 {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                format!("chunk {i}\n").into_bytes()
+            });
+            Response::text(Body::chunks(chunks))
+        }
+        ("GET" | "HEAD", "/routes") => Response::html(routes_page()),
+        ("GET" | "HEAD", p) if p.starts_with("/status/") => {
+            match p["/status/".len()..].parse::<u16>() {
+                Ok(code) if (200..600).contains(&code) => Response::new(code),
+                _ => Response::new(400),
+            }
+        }
+        (_, "/" | "/echo" | "/stream" | "/routes") => Response::new(405),
+        _ => Response::new(404),
+    }
+}
+
+fn routes_page() -> String {
+    let rows: String = ROUTES
+        .iter()
+        .map(|(m, p, what)| {
+            format!("<tr><td>{m}</td><td><code>{p}</code></td><td>{what}</td></tr>\n")
+        })
+        .collect();
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>twinhttp demo</title></head>\n<body><h1>twinhttp demo routes</h1>\n<table>\n<tr><th>method</th><th>path</th><th>what it does</th></tr>\n{rows}</table></body></html>\n"
+    )
+}
+
+fn main() {
+    let args = support::Args::parse();
+    let server = args.server().serve(&*args.addr, demo).unwrap_or_else(|e| {
+        eprintln!("cannot serve on {}: {e}", args.addr);
+        std::process::exit(1)
+    });
+    eprintln!(
+        "demo: listening on http://{} (routes: /routes)",
+        server.local_addr()
+    );
+    server.wait();
+}

@@ -1,0 +1,43 @@
+//! The hello server used for benchmarks.
+//!
+//! `cargo run --release --example hello --features server -- --addr 127.0.0.1:8080`
+//!
+//! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work;
+//! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use twinhttp::{Request, Response};
+
+fn hello(req: &mut Request<'_>) -> Response {
+    match req.path() {
+        "/" => Response::text("Hello, World!"),
+        "/cpu" => {
+            let us = support::query_number(req.query(), "us").unwrap_or(100);
+            let until = Instant::now() + Duration::from_micros(us);
+            let mut x = 0u64;
+            while Instant::now() < until {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            Response::text("done")
+        }
+        "/sleep" => {
+            let ms = support::query_number(req.query(), "ms").unwrap_or(10);
+            std::thread::sleep(Duration::from_millis(ms));
+            Response::text("slept")
+        }
+        _ => Response::new(404),
+    }
+}
+
+fn main() {
+    let args = support::Args::parse();
+    let server = args.server().serve(&*args.addr, hello).unwrap_or_else(|e| {
+        eprintln!("cannot serve on {}: {e}", args.addr);
+        std::process::exit(1)
+    });
+    eprintln!("hello: listening on http://{}", server.local_addr());
+    server.wait();
+}

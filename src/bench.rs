@@ -1,0 +1,124 @@
+//! Entry points into the sans-I/O core for the criterion benches. Not a stable API.
+
+use std::io::{self, Read};
+
+use crate::http::body::{BodyReader, Decoder, Source};
+use crate::http::buf::ReadBuf;
+use crate::http::conn::{Conn, State};
+use crate::http::parse::parse_head;
+use crate::http::request::{BodyFraming, RequestHead};
+use crate::{Handler, Limits, Request};
+
+/// Parses request heads with reused storage, as an engine does.
+#[derive(Default)]
+pub struct HeadParser {
+    head: RequestHead,
+    limits: Limits,
+}
+
+impl HeadParser {
+    /// Parses one head; its length when complete.
+    pub fn parse(&mut self, bytes: &[u8]) -> Option<usize> {
+        parse_head(bytes, &self.limits, &mut self.head)
+            .ok()
+            .flatten()
+    }
+}
+
+/// Decodes a whole chunked body; payload bytes seen.
+pub fn decode_chunked(bytes: &[u8]) -> usize {
+    let mut dec = Decoder::new(BodyFraming::Chunked, u64::MAX);
+    let (mut pos, mut payload) = (0, 0);
+    while pos < bytes.len() && !dec.is_done() {
+        match dec.decode(&bytes[pos..], usize::MAX) {
+            Ok(d) if d.consumed > 0 => {
+                pos += d.consumed;
+                payload += d.data.len();
+            }
+            _ => break,
+        }
+    }
+    payload
+}
+
+/// The rest of a benchmark's input, handed to the body reader as its socket.
+struct Feed<'a>(&'a [u8]);
+
+impl Source for Feed<'_> {
+    fn fill(&mut self, buf: &mut ReadBuf) -> io::Result<usize> {
+        let spare = buf.spare(0);
+        let n = spare.len().min(self.0.len());
+        spare[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        buf.filled_by(n);
+        Ok(n)
+    }
+    fn send_continue(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One connection's core state machine with its buffers, fed whole byte batches.
+pub struct Pipeline {
+    conn: Conn,
+    buf: ReadBuf,
+    head: RequestHead,
+    limits: Limits,
+    /// Response bytes produced by the last [`Pipeline::serve`].
+    pub out: Vec<u8>,
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline {
+            conn: Conn::default(),
+            buf: ReadBuf::new(),
+            head: RequestHead::default(),
+            limits: Limits::default(),
+            out: Vec::with_capacity(64 * 1024),
+        }
+    }
+}
+
+impl Pipeline {
+    /// Parses every complete request in `input`, runs `handler` on each (bodies must be
+    /// complete in `input`) and writes all responses to `out`; the number answered.
+    /// `input` must end on a request boundary.
+    pub fn serve(&mut self, input: &[u8], handler: &impl Handler) -> usize {
+        self.out.clear();
+        let mut rest = input;
+        let mut answered = 0;
+        loop {
+            let spare = self.buf.spare(usize::MAX);
+            let n = spare.len().min(rest.len());
+            spare[..n].copy_from_slice(&rest[..n]);
+            self.buf.filled_by(n);
+            rest = &rest[n..];
+            let decoder = match self
+                .conn
+                .recv_head(&mut self.buf, &mut self.head, &self.limits)
+            {
+                Ok(Some(d)) => d,
+                Ok(None) if !rest.is_empty() => continue,
+                _ => return answered,
+            };
+            let mut reader = BodyReader::new(decoder, &mut self.buf, Feed(rest), false);
+            let mut resp = {
+                let mut req = Request::new(&self.head, &mut reader, None);
+                handler.handle(&mut req)
+            };
+            let mut sink = [0u8; 4096];
+            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+            rest = reader.source.0;
+            let mut enc = self
+                .conn
+                .write_head(&self.head, &resp, true, false, &mut self.out);
+            let body = resp.take_body();
+            Conn::write_full_body(&mut enc, &body.kind, &mut self.out);
+            answered += 1;
+            if self.conn.state() == State::Closing || (self.buf.is_empty() && rest.is_empty()) {
+                return answered;
+            }
+        }
+    }
+}

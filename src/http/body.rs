@@ -1,0 +1,509 @@
+//! Request-body decoding (Content-Length and chunked) and the streaming body reader both engines
+//! use, plus chunked encoding for responses.
+
+use std::io::{self, Read, Write};
+use std::ops::Range;
+
+use crate::error::Error;
+use crate::http::buf::ReadBuf;
+use crate::http::parse::ParseError;
+use crate::http::request::BodyFraming;
+
+/// Longest chunk line (size plus extensions) accepted.
+const MAX_CHUNK_LINE: u32 = 4096;
+
+/// Decodes a request body from raw bytes. Sans-I/O: it is fed slices and says how many bytes it
+/// used and where the payload is among them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decoder {
+    /// `remaining` payload bytes of a Content-Length body.
+    Length { remaining: u64 },
+    /// A chunked body in `state`, with `total` payload bytes so far.
+    Chunked {
+        state: Chunk,
+        total: u64,
+        limit: u64,
+    },
+    /// The body is complete.
+    Done,
+}
+
+/// Where a chunked decoder is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Chunk {
+    /// Reading hex digits; `digits` so far.
+    Size { size: u64, digits: u8 },
+    /// After the size: whitespace or extensions until CR; `len` bytes of line so far.
+    Extension { size: u64, len: u32 },
+    /// Saw the CR ending a size line.
+    SizeLf { size: u64 },
+    /// Payload bytes left in the current chunk.
+    Data { remaining: u64 },
+    /// Expect the CR after chunk data.
+    DataCr,
+    /// Expect the LF after chunk data.
+    DataLf,
+    /// At the start of a trailer line (or the final empty line); `len` trailer bytes so far.
+    TrailerStart { len: u32 },
+    /// Inside a trailer field line.
+    TrailerLine { len: u32 },
+    /// Saw the CR ending a trailer line.
+    TrailerLf { len: u32 },
+    /// Saw the CR of the final empty line.
+    EndLf,
+}
+
+/// What one [`Decoder::decode`] call found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    /// Bytes of input used, framing and payload.
+    pub(crate) consumed: usize,
+    /// Where the payload is in the input (empty when this call saw framing only).
+    pub(crate) data: Range<usize>,
+}
+
+impl Decoder {
+    pub(crate) fn new(framing: BodyFraming, limit: u64) -> Decoder {
+        match framing {
+            BodyFraming::Empty => Decoder::Done,
+            BodyFraming::Length(n) => Decoder::Length { remaining: n },
+            BodyFraming::Chunked => Decoder::Chunked {
+                state: Chunk::Size { size: 0, digits: 0 },
+                total: 0,
+                limit,
+            },
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        *self == Decoder::Done
+    }
+
+    /// Consumes framing bytes from `input` up to the next payload, and at most `max` payload bytes.
+    pub(crate) fn decode(&mut self, input: &[u8], max: usize) -> Result<Decoded, ParseError> {
+        match self {
+            Decoder::Done => Ok(Decoded {
+                consumed: 0,
+                data: 0..0,
+            }),
+            Decoder::Length { remaining } => {
+                let n = clamp(*remaining, input.len().min(max));
+                *remaining -= n as u64;
+                if *remaining == 0 {
+                    *self = Decoder::Done;
+                }
+                Ok(Decoded {
+                    consumed: n,
+                    data: 0..n,
+                })
+            }
+            Decoder::Chunked {
+                state,
+                total,
+                limit,
+            } => {
+                let mut pos = 0;
+                while pos < input.len() {
+                    if let Chunk::Data { remaining } = state {
+                        let n = clamp(*remaining, (input.len() - pos).min(max));
+                        *remaining -= n as u64;
+                        if *remaining == 0 {
+                            *state = Chunk::DataCr;
+                        }
+                        return Ok(Decoded {
+                            consumed: pos + n,
+                            data: pos..pos + n,
+                        });
+                    }
+                    let next = step(*state, input[pos], total, *limit)?;
+                    pos += 1;
+                    match next {
+                        Some(s) => *state = s,
+                        None => {
+                            *self = Decoder::Done;
+                            break;
+                        }
+                    }
+                }
+                Ok(Decoded {
+                    consumed: pos,
+                    data: pos..pos,
+                })
+            }
+        }
+    }
+}
+
+fn clamp(remaining: u64, available: usize) -> usize {
+    usize::try_from(remaining).map_or(available, |r| r.min(available))
+}
+
+/// One framing byte of a chunked body. `Ok(None)` means the body is complete.
+fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk>, ParseError> {
+    use Chunk::*;
+    let bad = Err(ParseError::BadChunk);
+    let next = match state {
+        Size { size, digits } => match hex(b) {
+            Some(d) => {
+                if digits >= 16 {
+                    return bad;
+                }
+                Size {
+                    size: size << 4 | u64::from(d),
+                    digits: digits + 1,
+                }
+            }
+            None if digits == 0 => return bad,
+            None => {
+                let new_total = total.checked_add(size).ok_or(ParseError::BodyTooLarge)?;
+                if new_total > limit {
+                    return Err(ParseError::BodyTooLarge);
+                }
+                match b {
+                    b'\r' => SizeLf { size },
+                    b';' | b' ' | b'\t' => Extension { size, len: 1 },
+                    _ => return bad,
+                }
+            }
+        },
+        Extension { size, len } => match b {
+            b'\r' => SizeLf { size },
+            _ if len >= MAX_CHUNK_LINE => return bad,
+            b'\t' | b' '..=b'~' | 0x80..=0xff => Extension { size, len: len + 1 },
+            _ => return bad,
+        },
+        SizeLf { size } => match b {
+            b'\n' if size == 0 => TrailerStart { len: 0 },
+            b'\n' => {
+                *total += size;
+                Data { remaining: size }
+            }
+            _ => return bad,
+        },
+        Data { .. } => return bad,
+        DataCr if b == b'\r' => DataLf,
+        DataLf if b == b'\n' => Size { size: 0, digits: 0 },
+        DataCr | DataLf => return bad,
+        TrailerStart { len } => match b {
+            b'\r' if len == 0 => EndLf,
+            b'\r' => EndLf,
+            b' ' | b'\t' | b'\n' | b':' => return bad,
+            _ => TrailerLine { len: len + 1 },
+        },
+        TrailerLine { len } => match b {
+            b'\r' => TrailerLf { len },
+            _ if len >= MAX_CHUNK_LINE * 4 => return bad,
+            b'\n' => return bad,
+            _ => TrailerLine { len: len + 1 },
+        },
+        TrailerLf { len } if b == b'\n' => TrailerStart { len },
+        TrailerLf { .. } => return bad,
+        EndLf if b == b'\n' => return Ok(None),
+        EndLf => return bad,
+    };
+    Ok(Some(next))
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Where a streaming body reader gets more bytes from: the engine's socket (with its deadlines),
+/// or nothing more when the engine read the whole body before calling the handler.
+pub(crate) trait Source {
+    /// Reads more bytes into `buf`. `Ok(0)` means the peer closed.
+    fn fill(&mut self, buf: &mut ReadBuf) -> io::Result<usize>;
+    /// Writes `100 Continue` to the peer.
+    fn send_continue(&mut self) -> io::Result<()>;
+}
+
+/// How a body read ended, which decides whether the connection can be kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyEnd {
+    /// Not read to the end (yet).
+    Unread,
+    /// Read to the end: the connection is in sync.
+    Complete,
+    /// A framing error or limit: answer with this status and close.
+    Failed(ParseError),
+    /// I/O error or timeout: close without answering further.
+    Broken,
+}
+
+/// The streaming request-body reader shared by both engines.
+pub(crate) struct BodyReader<'a, S: Source> {
+    pub(crate) decoder: Decoder,
+    pub(crate) buf: &'a mut ReadBuf,
+    pub(crate) source: S,
+    /// `Expect: 100-continue` is pending: send `100 Continue` before the first socket read.
+    pub(crate) expect_continue: bool,
+    pub(crate) end: BodyEnd,
+}
+
+impl<'a, S: Source> BodyReader<'a, S> {
+    pub(crate) fn new(decoder: Decoder, buf: &'a mut ReadBuf, source: S, expect: bool) -> Self {
+        let end = if decoder.is_done() {
+            BodyEnd::Complete
+        } else {
+            BodyEnd::Unread
+        };
+        BodyReader {
+            decoder,
+            buf,
+            source,
+            expect_continue: expect && end == BodyEnd::Unread,
+            end,
+        }
+    }
+
+    /// Reads and discards what is left of the body, up to `limit` bytes; true when the body
+    /// ended (the connection is in sync), false when it must be closed.
+    pub(crate) fn drain(&mut self, limit: u64) -> bool {
+        if self.expect_continue {
+            // The client may still be waiting for 100 Continue before sending: we cannot know
+            // whether a body will follow, so the connection cannot be reused.
+            return false;
+        }
+        if matches!(self.decoder, Decoder::Length { remaining } if remaining > limit) {
+            // More than we would read anyway: close at once instead of waiting for it.
+            return false;
+        }
+        let mut left = limit;
+        let mut scratch = [0u8; 4096];
+        while self.end == BodyEnd::Unread && left > 0 {
+            match self.read(&mut scratch) {
+                Ok(0) => break,
+                Ok(n) => left = left.saturating_sub(n as u64),
+                Err(_) => break,
+            }
+        }
+        self.end == BodyEnd::Complete
+    }
+
+    fn fail(&mut self, err: ParseError) -> io::Error {
+        self.end = BodyEnd::Failed(err);
+        Error::parse(err).into_io()
+    }
+}
+
+impl<S: Source> Read for BodyReader<'_, S> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.end {
+                BodyEnd::Unread => {}
+                BodyEnd::Complete => return Ok(0),
+                BodyEnd::Failed(e) => return Err(Error::parse(e).into_io()),
+                BodyEnd::Broken => {
+                    return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
+                }
+            }
+            if out.is_empty() {
+                return Ok(0);
+            }
+            if !self.buf.is_empty() {
+                let input = self.buf.filled();
+                let d = match self.decoder.decode(input, out.len()) {
+                    Ok(d) => d,
+                    Err(e) => return Err(self.fail(e)),
+                };
+                let n = d.data.len();
+                out[..n].copy_from_slice(&input[d.data]);
+                self.buf.consume(d.consumed);
+                if self.decoder.is_done() {
+                    self.end = BodyEnd::Complete;
+                }
+                if n > 0 {
+                    return Ok(n);
+                }
+                continue;
+            }
+            if self.expect_continue {
+                self.expect_continue = false;
+                if let Err(e) = self.source.send_continue() {
+                    self.end = BodyEnd::Broken;
+                    return Err(e);
+                }
+            }
+            match self.source.fill(self.buf) {
+                Ok(0) => {
+                    self.end = BodyEnd::Broken;
+                    return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.end = BodyEnd::Broken;
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Writes one chunk of a chunked body (nothing for empty data, which would end the body).
+pub(crate) fn encode_chunk(out: &mut Vec<u8>, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    let _ = write!(out, "{:X}\r\n", data.len());
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The last chunk, with no trailers.
+pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes `input` fed in pieces of `step` bytes; returns payload or the first error.
+    fn decode_all(input: &[u8], step: usize, limit: u64) -> Result<(Vec<u8>, usize), ParseError> {
+        let mut dec = Decoder::new(BodyFraming::Chunked, limit);
+        let mut out = Vec::new();
+        let mut fed = 0;
+        let mut pending: Vec<u8> = Vec::new();
+        while !dec.is_done() && fed < input.len() {
+            let end = (fed + step).min(input.len());
+            pending.extend_from_slice(&input[fed..end]);
+            fed = end;
+            loop {
+                let d = dec.decode(&pending, 3)?;
+                out.extend_from_slice(&pending[d.data.clone()]);
+                pending.drain(..d.consumed);
+                if d.consumed == 0 || dec.is_done() {
+                    break;
+                }
+            }
+        }
+        if !dec.is_done() {
+            return Err(ParseError::Malformed);
+        }
+        Ok((out, fed - pending.len()))
+    }
+
+    #[test]
+    fn valid_chunked_bodies_at_every_split() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"0\r\n\r\n", b""),
+            (b"5\r\nhello\r\n0\r\n\r\n", b"hello"),
+            (
+                b"5;ext=1;x\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+                b"hello world",
+            ),
+            (
+                b"A\r\n0123456789\r\n0\r\nTrailer: x\r\nOther: y\r\n\r\n",
+                b"0123456789",
+            ),
+            (b"00000001 ; a=\"q\"\r\nZ\r\n0\r\n\r\n", b"Z"),
+            (b"a\r\n0123456789\r\n0\r\n\r\nNEXT", b"0123456789"),
+        ];
+        for (input, payload) in cases {
+            let body_len = input.len() - if input.ends_with(b"NEXT") { 4 } else { 0 };
+            for step in 1..=input.len() {
+                let got = decode_all(input, step, 1 << 20);
+                assert_eq!(
+                    got,
+                    Ok((payload.to_vec(), body_len)),
+                    "step {step} {input:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_chunked_bodies() {
+        let cases: &[(&[u8], ParseError)] = &[
+            (b"x\r\n", ParseError::BadChunk),
+            (b"\r\n", ParseError::BadChunk),
+            (b"5\nhello\r\n0\r\n\r\n", ParseError::BadChunk),
+            (b"5\r\nhelloXX0\r\n\r\n", ParseError::BadChunk),
+            (b"5\r\nhello\n0\r\n\r\n", ParseError::BadChunk),
+            (b"11111111111111111\r\n", ParseError::BadChunk),
+            (b"FFFFFFFFFFFFFFFF\r\n", ParseError::BodyTooLarge),
+            (b"101\r\n", ParseError::BodyTooLarge),
+            (b"0\r\nbad trailer\n\r\n", ParseError::BadChunk),
+            (b"0\r\n: x\r\n\r\n", ParseError::BadChunk),
+            (b"5;\x01\r\nhello\r\n0\r\n\r\n", ParseError::BadChunk),
+        ];
+        for (input, err) in cases {
+            for step in 1..=input.len() {
+                assert_eq!(
+                    decode_all(input, step, 256),
+                    Err(*err),
+                    "step {step} {input:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn length_decoder_stops_at_length() {
+        let mut dec = Decoder::new(BodyFraming::Length(4), 100);
+        let d = dec
+            .decode(b"abcdef", 10)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            d,
+            Decoded {
+                consumed: 4,
+                data: 0..4
+            }
+        );
+        assert!(dec.is_done());
+    }
+
+    struct NoMore(usize);
+    impl Source for NoMore {
+        fn fill(&mut self, _: &mut ReadBuf) -> io::Result<usize> {
+            Ok(0)
+        }
+        fn send_continue(&mut self) -> io::Result<()> {
+            self.0 += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn reader_reads_buffered_body_and_leaves_the_next_request() {
+        let mut buf = ReadBuf::new();
+        buf.push(b"3\r\nabc\r\n0\r\n\r\nGET /");
+        let dec = Decoder::new(BodyFraming::Chunked, 100);
+        let mut r = BodyReader::new(dec, &mut buf, NoMore(0), true);
+        let mut s = String::new();
+        assert_eq!(r.read_to_string(&mut s).ok(), Some(3));
+        assert_eq!(s, "abc");
+        assert_eq!(r.end, BodyEnd::Complete);
+        assert_eq!(r.source.0, 0, "body bytes already there: no 100 Continue");
+        assert_eq!(buf.filled(), b"GET /");
+    }
+
+    #[test]
+    fn reader_reports_truncated_body() {
+        let mut buf = ReadBuf::new();
+        buf.push(b"ab");
+        let mut r = BodyReader::new(
+            Decoder::new(BodyFraming::Length(5), 100),
+            &mut buf,
+            NoMore(0),
+            true,
+        );
+        let mut v = Vec::new();
+        assert!(r.read_to_end(&mut v).is_err());
+        assert_eq!(v, b"ab");
+        assert_eq!(r.end, BodyEnd::Broken);
+    }
+
+    #[test]
+    fn chunk_encoding() {
+        let mut out = Vec::new();
+        encode_chunk(&mut out, b"hello world, hello world");
+        encode_chunk(&mut out, b"");
+        out.extend_from_slice(LAST_CHUNK);
+        assert_eq!(out, b"18\r\nhello world, hello world\r\n0\r\n\r\n");
+    }
+}

@@ -1,0 +1,82 @@
+//! The read buffer engines lend to a connection while it is being served.
+
+/// A byte buffer with a filled window `[start, end)`, compacted instead of shifted per consume.
+#[derive(Debug, Default)]
+pub(crate) struct ReadBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// Bytes a read buffer starts with; it grows (up to the caller's cap) only when a head needs it.
+pub(crate) const INITIAL_READ_BUF: usize = 8 * 1024;
+
+impl ReadBuf {
+    pub(crate) fn new() -> Self {
+        ReadBuf {
+            buf: vec![0; INITIAL_READ_BUF],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The bytes read and not yet consumed.
+    pub(crate) fn filled(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Marks `n` bytes from the front as used.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Space to read into, making room by compacting and, when the unconsumed bytes already fill
+    /// the buffer, growing it up to `cap` bytes. Empty when the buffer is full at `cap`.
+    pub(crate) fn spare(&mut self, cap: usize) -> &mut [u8] {
+        if self.end == self.buf.len() && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() && self.buf.len() < cap {
+            let grown = (self.buf.len().max(1024) * 2).min(cap);
+            self.buf.resize(grown, 0);
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// Records that `n` bytes were written into [`ReadBuf::spare`].
+    pub(crate) fn filled_by(&mut self, n: usize) {
+        self.end = (self.end + n).min(self.buf.len());
+    }
+
+    /// Drops unconsumed bytes and shrinks back to the initial size if a large head grew it.
+    pub(crate) fn reset(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        if self.buf.len() > INITIAL_READ_BUF {
+            self.buf.truncate(INITIAL_READ_BUF);
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let spare = self.spare(usize::MAX);
+            let n = spare.len().min(rest.len());
+            spare[..n].copy_from_slice(&rest[..n]);
+            self.filled_by(n);
+            rest = &rest[n..];
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! The HTTP/1.1 connection state machine: request heads in, response heads and body framing out,
+//! and the persistence decision between them. It never touches a socket: both engines drive it.
+
+use std::io::Write;
+
+use crate::Limits;
+use crate::http::body::{self, Decoder};
+use crate::http::buf::ReadBuf;
+use crate::http::date::append_date;
+use crate::http::parse::{ParseError, parse_head};
+use crate::http::request::{RequestHead, Version};
+use crate::http::response::{BodyKind, Response};
+use crate::http::status::reason;
+
+/// Where a connection is between messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Waiting for (the rest of) a request head.
+    Head,
+    /// A request was parsed and its response is being produced.
+    Responding,
+    /// The response being written is the last: close once it is out.
+    Closing,
+}
+
+/// How response payload is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoder {
+    /// No payload is sent (HEAD, 1xx, 204, 304).
+    Skip,
+    /// Exactly `remaining` more bytes.
+    Length { remaining: u64 },
+    /// Chunked transfer coding.
+    Chunked,
+    /// Payload until the connection closes (HTTP/1.0 peer, unknown length).
+    CloseDelimited,
+}
+
+impl Encoder {
+    /// Appends `data` framed, truncating a Content-Length body at its declared size.
+    pub(crate) fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Encoder::Skip => {}
+            Encoder::Length { remaining } => {
+                let n = usize::try_from(*remaining).map_or(data.len(), |r| r.min(data.len()));
+                out.extend_from_slice(&data[..n]);
+                *remaining -= n as u64;
+            }
+            Encoder::Chunked => body::encode_chunk(out, data),
+            Encoder::CloseDelimited => out.extend_from_slice(data),
+        }
+    }
+
+    /// Appends the end of the body. False when a Content-Length body came up short, which leaves
+    /// the connection unusable.
+    pub(crate) fn finish(&self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Encoder::Chunked => {
+                out.extend_from_slice(body::LAST_CHUNK);
+                true
+            }
+            Encoder::Length { remaining } => *remaining == 0,
+            Encoder::Skip | Encoder::CloseDelimited => true,
+        }
+    }
+}
+
+/// One HTTP/1.1 connection's protocol state.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    state: State,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Conn { state: State::Head }
+    }
+}
+
+impl Conn {
+    pub(crate) fn state(&self) -> State {
+        self.state
+    }
+
+    /// Tries to parse a request head from the front of `buf`. On success the head's bytes are
+    /// consumed, `head` is filled, and the returned decoder frames the body that follows.
+    /// `Ok(None)`: more bytes are needed. `Err`: answer with [`Conn::write_error`] and close.
+    pub(crate) fn recv_head(
+        &mut self,
+        buf: &mut ReadBuf,
+        head: &mut RequestHead,
+        limits: &Limits,
+    ) -> Result<Option<Decoder>, ParseError> {
+        debug_assert_eq!(self.state, State::Head);
+        match parse_head(buf.filled(), limits, head) {
+            Ok(Some(n)) => {
+                buf.consume(n);
+                self.state = State::Responding;
+                Ok(Some(Decoder::new(head.body, limits.max_body_bytes)))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.state = State::Closing;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the response head for `head`'s request and returns how to frame its body.
+    ///
+    /// `body_in_sync` says whether the request body was read (or drained) to its end;
+    /// `closing` says whether the engine wants this to be the last response (shutdown).
+    pub(crate) fn write_head(
+        &mut self,
+        head: &RequestHead,
+        resp: &Response,
+        body_in_sync: bool,
+        closing: bool,
+        out: &mut Vec<u8>,
+    ) -> Encoder {
+        let status = resp.status();
+        let bodyless = status < 200 || status == 204 || status == 304;
+        let len = resp.body().len();
+        let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
+        let encoder = match (bodyless, len) {
+            (true, _) => Encoder::Skip,
+            (false, Some(_)) if head.is_head() => Encoder::Skip,
+            (false, Some(n)) => Encoder::Length { remaining: n },
+            (false, None) if head.is_head() => Encoder::Skip,
+            (false, None) if head.version == Version::Http11 => Encoder::Chunked,
+            (false, None) => Encoder::CloseDelimited,
+        };
+        if encoder == Encoder::CloseDelimited {
+            keep_alive = false;
+        }
+
+        status_line(out, status);
+        if resp.header("date").is_none() {
+            out.extend_from_slice(b"Date: ");
+            append_date(out);
+            out.extend_from_slice(b"\r\n");
+        }
+        if let Some(ct) = resp.content_type() {
+            field(out, "Content-Type", ct);
+        }
+        for (name, value) in resp.headers() {
+            if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+            {
+                continue;
+            }
+            if name.eq_ignore_ascii_case("connection") {
+                if value
+                    .split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("close"))
+                {
+                    keep_alive = false;
+                }
+                continue;
+            }
+            field(out, name, value);
+        }
+        match (bodyless, len, encoder) {
+            (true, _, _) => {}
+            (false, Some(n), _) => {
+                let _ = write!(out, "Content-Length: {n}\r\n");
+            }
+            (false, None, Encoder::Chunked) => {
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n")
+            }
+            (false, None, _) => {}
+        }
+        if !keep_alive {
+            out.extend_from_slice(b"Connection: close\r\n");
+        } else if head.version == Version::Http10 {
+            out.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        self.state = if keep_alive {
+            State::Head
+        } else {
+            State::Closing
+        };
+        encoder
+    }
+
+    /// Writes a body known in full (static or owned bytes) through `encoder`; true when the
+    /// whole body was written. Streaming bodies are the engine's to pump.
+    pub(crate) fn write_full_body(
+        encoder: &mut Encoder,
+        body: &BodyKind,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        match body {
+            BodyKind::Static(b) => encoder.encode(b, out),
+            BodyKind::Bytes(b) => encoder.encode(b, out),
+            BodyKind::Reader(..) | BodyKind::Chunks(_) => return false,
+        }
+        encoder.finish(out)
+    }
+
+    /// Marks the connection as closing after a response body could not be completed.
+    pub(crate) fn abort(&mut self) {
+        self.state = State::Closing;
+    }
+
+    /// Writes a complete error response that closes the connection.
+    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>) {
+        self.state = State::Closing;
+        let text = reason(status);
+        status_line(out, status);
+        out.extend_from_slice(b"Date: ");
+        append_date(out);
+        let _ = write!(
+            out,
+            "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        );
+    }
+}
+
+/// `100 Continue`, sent when a handler starts reading a body the client is holding back.
+pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+fn status_line(out: &mut Vec<u8>, status: u16) {
+    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+}
+
+fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+    let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+    let value_ok = !value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
+    if name_ok && value_ok {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Body;
+
+    fn respond(req: &[u8], resp: Response) -> (String, Encoder, State) {
+        let mut buf = ReadBuf::new();
+        buf.push(req);
+        let mut head = RequestHead::default();
+        let mut conn = Conn::default();
+        let dec = conn.recv_head(&mut buf, &mut head, &Limits::default());
+        assert!(matches!(dec, Ok(Some(_))), "{dec:?}");
+        let mut out = Vec::new();
+        let mut enc = conn.write_head(&head, &resp, true, false, &mut out);
+        let kind = &resp.body().kind;
+        Conn::write_full_body(&mut enc, kind, &mut out);
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            enc,
+            conn.state(),
+        )
+    }
+
+    fn without_date(s: &str) -> String {
+        s.lines()
+            .filter(|l| !l.starts_with("Date: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    const GET11: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+
+    #[test]
+    fn response_framing_table() {
+        let cases: Vec<(&[u8], Response, &str, State)> = vec![
+            (
+                GET11,
+                Response::text("hi"),
+                "HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 2\n\nhi",
+                State::Head,
+            ),
+            (
+                b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n",
+                Response::text("hi"),
+                "HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 2\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(204).with_body("x"),
+                "HTTP/1.1 204 No Content\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(304),
+                "HTTP/1.1 304 Not Modified\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(200).with_body(Body::chunks(std::iter::empty())),
+                "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n",
+                State::Head,
+            ),
+            (
+                b"GET / HTTP/1.0\r\n\r\n",
+                Response::new(200).with_body(Body::chunks(std::iter::empty())),
+                "HTTP/1.1 200 OK\nConnection: close\n",
+                State::Closing,
+            ),
+            (
+                b"GET / HTTP/1.0\r\n\r\n",
+                Response::text("hi"),
+                "HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 2\nConnection: close\n\nhi",
+                State::Closing,
+            ),
+            (
+                b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                Response::new(200),
+                "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: keep-alive\n",
+                State::Head,
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+                Response::new(200),
+                "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
+                State::Closing,
+            ),
+            (
+                GET11,
+                Response::new(200).with_header("Connection", "close"),
+                "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
+                State::Closing,
+            ),
+            (
+                GET11,
+                Response::new(200)
+                    .with_header("content-length", "99")
+                    .with_header("X-Bad", "a\r\nInjected: 1")
+                    .with_header("X-Ok", "1"),
+                "HTTP/1.1 200 OK\nX-Ok: 1\nContent-Length: 0\n",
+                State::Head,
+            ),
+        ];
+        for (req, resp, want, state) in cases {
+            let (got, _, st) = respond(req, resp);
+            assert_eq!(without_date(&got), want, "{}", String::from_utf8_lossy(req));
+            assert_eq!(st, state, "{}", String::from_utf8_lossy(req));
+            assert!(got.contains("Date: ") && got.contains(" GMT\r\n"));
+        }
+    }
+
+    #[test]
+    fn unsynced_body_or_shutdown_closes() {
+        let mut buf = ReadBuf::new();
+        buf.push(GET11);
+        let mut head = RequestHead::default();
+        let mut conn = Conn::default();
+        let _ = conn.recv_head(&mut buf, &mut head, &Limits::default());
+        let mut out = Vec::new();
+        conn.write_head(&head, &Response::new(200), false, false, &mut out);
+        assert_eq!(conn.state(), State::Closing);
+        assert!(String::from_utf8_lossy(&out).contains("Connection: close\r\n"));
+    }
+
+    #[test]
+    fn error_response_closes() {
+        let mut conn = Conn::default();
+        let mut out = Vec::new();
+        conn.write_error(431, &mut out);
+        let s = String::from_utf8_lossy(&out);
+        assert!(
+            s.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+            "{s}"
+        );
+        assert!(
+            s.ends_with("Connection: close\r\n\r\nRequest Header Fields Too Large"),
+            "{s}"
+        );
+        assert_eq!(conn.state(), State::Closing);
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::http::body::BodyReader;
+    use crate::http::body::Source;
+    use std::io::Read;
+
+    struct Fed<'a>(&'a [u8]);
+    impl Source for Fed<'_> {
+        fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
+            let spare = buf.spare(0);
+            let n = spare.len().min(self.0.len()).min(5);
+            spare[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            buf.filled_by(n);
+            Ok(n)
+        }
+        fn send_continue(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Drives the core over `input` like an engine would: heads, bodies, responses; never
+    /// panics, and stops at the first error.
+    fn drive(input: &[u8], first: usize) -> usize {
+        let limits = Limits::default();
+        let mut buf = ReadBuf::new();
+        let first = first.min(input.len());
+        buf.push(&input[..first]);
+        let mut rest = &input[first..];
+        let mut head = RequestHead::default();
+        let mut conn = Conn::default();
+        let mut out = Vec::new();
+        let mut answered = 0;
+        loop {
+            let dec = match conn.recv_head(&mut buf, &mut head, &limits) {
+                Ok(Some(d)) => d,
+                Ok(None) if !rest.is_empty() => {
+                    let n = rest.len().min(7);
+                    buf.push(&rest[..n]);
+                    rest = &rest[n..];
+                    continue;
+                }
+                Ok(None) => return answered,
+                Err(e) => {
+                    conn.write_error(e.status(), &mut out);
+                    return answered;
+                }
+            };
+            let mut reader = BodyReader::new(dec, &mut buf, Fed(rest), head.expect_continue);
+            let mut body = Vec::new();
+            let ok = reader.read_to_end(&mut body).is_ok();
+            rest = reader.source.0;
+            let resp = Response::text(body);
+            conn.write_head(&head, &resp, ok, false, &mut out);
+            answered += 1;
+            if conn.state() == State::Closing {
+                return answered;
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(input in proptest::collection::vec(any::<u8>(), 0..2048), first in 0usize..2048) {
+            drive(&input, first);
+        }
+
+        #[test]
+        fn http_like_bytes_never_panic(parts in proptest::collection::vec(prop_oneof![
+            Just(b"GET / HTTP/1.1\r\n".to_vec()), Just(b"POST /e HTTP/1.1\r\n".to_vec()),
+            Just(b"Host: a\r\n".to_vec()), Just(b"Content-Length: 3\r\n".to_vec()),
+            Just(b"Transfer-Encoding: chunked\r\n".to_vec()), Just(b"\r\n".to_vec()),
+            Just(b"3\r\nabc\r\n".to_vec()), Just(b"0\r\n\r\n".to_vec()), Just(b"Expect: 100-continue\r\n".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..8),
+        ], 0..24), first in 0usize..256) {
+            drive(&parts.concat(), first);
+        }
+
+        #[test]
+        fn pipelined_valid_requests_survive_any_split(n in 1usize..6, first in 0usize..400) {
+            let one = b"POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
+            let input = one.repeat(n);
+            prop_assert_eq!(drive(&input, first), 2 * n);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The sans-I/O HTTP/1.1 core: bytes in, requests out; responses in, bytes out. No sockets,
+//! threads or timers here; both engines drive it, so both behave the same by construction.
+
+pub(crate) mod body;
+pub(crate) mod buf;
+pub(crate) mod conn;
+pub(crate) mod date;
+pub(crate) mod parse;
+pub(crate) mod request;
+pub(crate) mod response;
+pub(crate) mod status;

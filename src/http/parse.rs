@@ -1,0 +1,356 @@
+//! Request-head parsing: httparse in place, then the RFC 9112 framing rules.
+
+use std::mem::MaybeUninit;
+
+use crate::Limits;
+use crate::http::request::{BodyFraming, RequestHead, Span, Version};
+
+/// Why a request was refused. `Copy`, so it can be matched and passed around freely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParseError {
+    /// The request line or a header field is malformed (including obs-fold and whitespace before
+    /// the colon, which httparse rejects in requests).
+    Malformed,
+    /// The request-target is longer than the limit.
+    TargetTooLong,
+    /// The head is larger than the limit, or has more fields than the limit.
+    HeadTooLarge,
+    /// The HTTP version is not 1.0 or 1.1.
+    UnsupportedVersion,
+    /// HTTP/1.1 request without a Host field, or with more than one.
+    BadHost,
+    /// Content-Length is not a valid number, or duplicates disagree.
+    BadContentLength,
+    /// Both Content-Length and Transfer-Encoding: a smuggling attempt.
+    LengthAndEncoding,
+    /// Transfer-Encoding other than a single final `chunked`.
+    UnsupportedEncoding,
+    /// Transfer-Encoding that lists `chunked` wrongly (twice, not last, or in HTTP/1.0).
+    BadEncoding,
+    /// An `Expect` other than `100-continue`.
+    UnsupportedExpectation,
+    /// The body is larger than the limit.
+    BodyTooLarge,
+    /// A chunked body is malformed.
+    BadChunk,
+}
+
+impl ParseError {
+    /// The status code this error is answered with.
+    pub(crate) fn status(self) -> u16 {
+        match self {
+            ParseError::TargetTooLong => 414,
+            ParseError::HeadTooLarge => 431,
+            ParseError::UnsupportedVersion => 505,
+            ParseError::UnsupportedEncoding => 501,
+            ParseError::UnsupportedExpectation => 417,
+            ParseError::BodyTooLarge => 413,
+            ParseError::Malformed
+            | ParseError::BadHost
+            | ParseError::BadContentLength
+            | ParseError::LengthAndEncoding
+            | ParseError::BadEncoding
+            | ParseError::BadChunk => 400,
+        }
+    }
+}
+
+/// Room for the longest method we expect plus `" HTTP/1.1\r\n"`, used to tell a long target
+/// (414) from a long head (431) while the request line is still incomplete.
+const REQUEST_LINE_SLACK: usize = 32;
+
+/// Parses one request head from the front of `buf` into `head`.
+///
+/// Returns `Ok(Some(n))` with the head's length when complete, `Ok(None)` when more bytes are
+/// needed (incomplete input is a state, not an error), and `Err` for bytes that can never become a
+/// valid request.
+pub(crate) fn parse_head(
+    buf: &[u8],
+    limits: &Limits,
+    head: &mut RequestHead,
+) -> Result<Option<usize>, ParseError> {
+    let mut slots =
+        [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
+    let mut req = httparse::Request::new(&mut []);
+    let status = req.parse_with_uninit_headers(buf, &mut slots[..limits.header_slots()]);
+    let len = match status {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
+        Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
+        Err(httparse::Error::Version) => return Err(ParseError::UnsupportedVersion),
+        Err(_) => return Err(ParseError::Malformed),
+    };
+    if len > limits.max_head_bytes {
+        return Err(ParseError::HeadTooLarge);
+    }
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ParseError::Malformed);
+    };
+    if target.len() > limits.max_target_bytes {
+        return Err(ParseError::TargetTooLong);
+    }
+    let version = if minor == 0 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+
+    head.clear();
+    head.buf.extend_from_slice(&buf[..len]);
+    let base = buf.as_ptr() as usize;
+    let span = |s: &[u8]| Span::of(s.as_ptr() as usize - base, s.len());
+    head.method = span(method.as_bytes());
+    head.target = span(target.as_bytes());
+    head.version = version;
+
+    let mut rules = FramingRules::default();
+    for h in req.headers.iter() {
+        head.headers.push((span(h.name.as_bytes()), span(h.value)));
+        rules.see(h.name, h.value, head)?;
+    }
+    head.body = rules.finish(version, limits)?;
+    Ok(Some(len))
+}
+
+/// Decides whether a partial head can still become a valid one.
+fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
+    let line_done = buf.contains(&b'\n');
+    if !line_done && buf.len() > limits.max_target_bytes + REQUEST_LINE_SLACK {
+        return Err(ParseError::TargetTooLong);
+    }
+    if buf.len() >= limits.max_head_bytes {
+        return Err(if line_done {
+            ParseError::HeadTooLarge
+        } else {
+            ParseError::TargetTooLong
+        });
+    }
+    Ok(())
+}
+
+/// Collects the header fields that decide message framing and persistence.
+#[derive(Default)]
+struct FramingRules {
+    hosts: u32,
+    content_length: Option<u64>,
+    chunked: u32,
+    other_coding: bool,
+    has_te: bool,
+}
+
+impl FramingRules {
+    fn see(&mut self, name: &str, value: &[u8], head: &mut RequestHead) -> Result<(), ParseError> {
+        if name.eq_ignore_ascii_case("host") {
+            self.hosts += 1;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            for item in value.split(|&b| b == b',') {
+                let n = parse_decimal(trim(item)).ok_or(ParseError::BadContentLength)?;
+                match self.content_length {
+                    Some(prev) if prev != n => return Err(ParseError::BadContentLength),
+                    _ => self.content_length = Some(n),
+                }
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            self.has_te = true;
+            for coding in value.split(|&b| b == b',').map(trim) {
+                if coding.is_empty() {
+                    continue;
+                }
+                if self.chunked > 0 {
+                    // Anything after `chunked` means chunked is not the final coding.
+                    return Err(ParseError::BadEncoding);
+                }
+                if coding.eq_ignore_ascii_case(b"chunked") {
+                    self.chunked += 1;
+                } else {
+                    self.other_coding = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(|&b| b == b',').map(trim) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    head.conn_close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    head.conn_keep_alive = true;
+                } else if token.eq_ignore_ascii_case(b"upgrade") {
+                    head.conn_upgrade = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case("expect") {
+            if trim(value).eq_ignore_ascii_case(b"100-continue") {
+                head.expect_continue = true;
+            } else {
+                return Err(ParseError::UnsupportedExpectation);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, version: Version, limits: &Limits) -> Result<BodyFraming, ParseError> {
+        if version == Version::Http11 && self.hosts != 1 || self.hosts > 1 {
+            return Err(ParseError::BadHost);
+        }
+        if self.has_te {
+            if self.content_length.is_some() {
+                return Err(ParseError::LengthAndEncoding);
+            }
+            if self.other_coding {
+                return Err(ParseError::UnsupportedEncoding);
+            }
+            if version == Version::Http10 || self.chunked != 1 {
+                return Err(ParseError::BadEncoding);
+            }
+            return Ok(BodyFraming::Chunked);
+        }
+        match self.content_length {
+            Some(n) if n > limits.max_body_bytes => Err(ParseError::BodyTooLarge),
+            Some(0) | None => Ok(BodyFraming::Empty),
+            Some(n) => Ok(BodyFraming::Length(n)),
+        }
+    }
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// `1*DIGIT` as a u64, or `None` when empty, not all digits, or overflowing.
+pub(crate) fn parse_decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u64, |acc, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(input: &[u8]) -> Result<Option<usize>, ParseError> {
+        parse_head(input, &Limits::default(), &mut RequestHead::default())
+    }
+
+    #[test]
+    fn valid_heads_parse_whole_and_split_at_every_byte() {
+        let cases: &[(&[u8], BodyFraming)] = &[
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", BodyFraming::Empty),
+            (b"GET /p?q=1 HTTP/1.0\r\n\r\n", BodyFraming::Empty),
+            (b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", BodyFraming::Empty),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
+                BodyFraming::Length(5),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
+                BodyFraming::Length(5),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+                BodyFraming::Empty,
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+                BodyFraming::Chunked,
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: CHUNKED\r\n\r\n",
+                BodyFraming::Chunked,
+            ),
+        ];
+        for (input, framing) in cases {
+            let mut head = RequestHead::default();
+            let n = parse_head(input, &Limits::default(), &mut head);
+            assert_eq!(
+                n,
+                Ok(Some(input.len())),
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+            assert_eq!(head.body, *framing);
+            for cut in 0..input.len() {
+                assert_eq!(parse(&input[..cut]), Ok(None), "cut {cut} of {input:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fields_are_exposed() {
+        let mut head = RequestHead::default();
+        let input = b"PUT /a/b?x=y HTTP/1.1\r\nHost: ex\r\nX-Two: 2\r\nConnection: Keep-Alive, Upgrade\r\n\r\nBODY";
+        assert_eq!(
+            parse_head(input, &Limits::default(), &mut head),
+            Ok(Some(input.len() - 4))
+        );
+        assert_eq!(head.method(), "PUT");
+        assert_eq!(head.target(), "/a/b?x=y");
+        assert_eq!(head.path(), "/a/b");
+        assert_eq!(head.query(), Some("x=y"));
+        assert_eq!(head.header("x-two"), Some("2"));
+        assert_eq!(head.header("HOST"), Some("ex"));
+        assert!(head.conn_keep_alive && head.conn_upgrade && !head.conn_close);
+    }
+
+    #[test]
+    fn invalid_heads_get_their_status() {
+        let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(9000));
+        let many = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\n{}\r\n",
+            "X: y\r\n".repeat(101)
+        );
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n",
+            "y".repeat(33 * 1024)
+        );
+        let cases: &[(&[u8], u16)] = &[
+            (b"GET / HTTP/1.1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+            (b"GET / HTTP/3.1\r\nHost: a\r\n\r\n", 505),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: y\r\n  folded\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n", 417),
+            (b"G\x01T / HTTP/1.1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 20000000\r\n\r\n", 413),
+            (long_target.as_bytes(), 414),
+            (&long_target.as_bytes()[..8300], 414),
+            (many.as_bytes(), 431),
+            (big.as_bytes(), 431),
+        ];
+        for (input, status) in cases {
+            let got = parse(input).map_err(ParseError::status);
+            let shown: String = String::from_utf8_lossy(input).chars().take(120).collect();
+            assert_eq!(got, Err(*status), "{shown:?}");
+        }
+    }
+
+    #[test]
+    fn decimal() {
+        assert_eq!(parse_decimal(b"0"), Some(0));
+        assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_decimal(b"18446744073709551616"), None);
+        assert_eq!(parse_decimal(b""), None);
+        assert_eq!(parse_decimal(b"1a"), None);
+    }
+}

@@ -1,0 +1,263 @@
+//! The request a handler receives.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::net::SocketAddr;
+
+/// The HTTP version of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Version {
+    /// HTTP/1.0: the connection closes after each exchange unless the client asks otherwise.
+    Http10,
+    /// HTTP/1.1.
+    #[default]
+    Http11,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        })
+    }
+}
+
+/// How the request body is framed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum BodyFraming {
+    /// No body.
+    #[default]
+    Empty,
+    /// `Content-Length: n`, n > 0.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A byte range into [`RequestHead::buf`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    pub(crate) fn of(start: usize, len: usize) -> Span {
+        // Heads are bounded by Limits::max_head_bytes, far below u32::MAX.
+        let start = u32::try_from(start).unwrap_or(u32::MAX);
+        let end = start.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
+        Span { start, end }
+    }
+
+    fn get(self, buf: &[u8]) -> &[u8] {
+        buf.get(self.start as usize..self.end as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// A parsed request head, owned, with its bytes copied out of the read buffer so the buffer can be
+/// reused for the body. Engines keep one per connection slot and reuse it: no allocation per
+/// request once warm.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RequestHead {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) method: Span,
+    pub(crate) target: Span,
+    pub(crate) version: Version,
+    pub(crate) headers: Vec<(Span, Span)>,
+    pub(crate) body: BodyFraming,
+    pub(crate) conn_close: bool,
+    pub(crate) conn_keep_alive: bool,
+    pub(crate) conn_upgrade: bool,
+    pub(crate) expect_continue: bool,
+}
+
+impl RequestHead {
+    pub(crate) fn clear(&mut self) {
+        self.buf.clear();
+        self.headers.clear();
+        self.body = BodyFraming::Empty;
+        self.conn_close = false;
+        self.conn_keep_alive = false;
+        self.conn_upgrade = false;
+        self.expect_continue = false;
+    }
+
+    fn str(&self, span: Span) -> &str {
+        // httparse checked method and target are tokens / visible ASCII.
+        std::str::from_utf8(span.get(&self.buf)).unwrap_or("")
+    }
+
+    pub(crate) fn method(&self) -> &str {
+        self.str(self.method)
+    }
+
+    pub(crate) fn is_head(&self) -> bool {
+        self.method() == "HEAD"
+    }
+
+    pub(crate) fn target(&self) -> &str {
+        self.str(self.target)
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        let t = self.target();
+        t.split_once('?').map_or(t, |(p, _)| p)
+    }
+
+    pub(crate) fn query(&self) -> Option<&str> {
+        self.target().split_once('?').map(|(_, q)| q)
+    }
+
+    pub(crate) fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.headers_raw()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.header_bytes(name)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    pub(crate) fn headers_raw(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.headers
+            .iter()
+            .map(|&(n, v)| (self.str(n), v.get(&self.buf)))
+    }
+
+    /// Whether the client allows the connection to stay open after this exchange.
+    pub(crate) fn wants_keep_alive(&self) -> bool {
+        match self.version {
+            Version::Http11 => !self.conn_close,
+            Version::Http10 => self.conn_keep_alive && !self.conn_close,
+        }
+    }
+}
+
+/// An HTTP request as a handler sees it: the head, and the body as a [`Read`].
+///
+/// The body is streamed: nothing beyond what already arrived with the head is read from the
+/// socket until the handler reads it. A body the handler leaves unread is drained (up to
+/// [`crate::Limits::max_drain_bytes`]) or the connection is closed, so keep-alive never desyncs.
+pub struct Request<'a> {
+    head: &'a RequestHead,
+    body: RequestBody<'a>,
+    peer: Option<SocketAddr>,
+}
+
+impl<'a> Request<'a> {
+    pub(crate) fn new(
+        head: &'a RequestHead,
+        body: &'a mut dyn Read,
+        peer: Option<SocketAddr>,
+    ) -> Self {
+        Request {
+            head,
+            body: RequestBody { inner: body },
+            peer,
+        }
+    }
+
+    /// The method, e.g. `"GET"`.
+    pub fn method(&self) -> &str {
+        self.head.method()
+    }
+
+    /// The request-target as sent, e.g. `"/search?q=rust"`.
+    pub fn target(&self) -> &str {
+        self.head.target()
+    }
+
+    /// The target up to any `?`, e.g. `"/search"`. Not percent-decoded.
+    pub fn path(&self) -> &str {
+        self.head.path()
+    }
+
+    /// The target after the first `?`, if any. Not percent-decoded.
+    pub fn query(&self) -> Option<&str> {
+        self.head.query()
+    }
+
+    /// The HTTP version.
+    pub fn version(&self) -> Version {
+        self.head.version
+    }
+
+    /// The first header field with this name (case-insensitive), if its value is UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.header(name)
+    }
+
+    /// The first header field with this name (case-insensitive), as raw bytes.
+    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.head.header_bytes(name)
+    }
+
+    /// Every header field in order, names as sent, values as raw bytes.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.head.headers_raw()
+    }
+
+    /// The declared body length, if the request has a `Content-Length` (0 for no body).
+    pub fn content_length(&self) -> Option<u64> {
+        match self.head.body {
+            BodyFraming::Empty => Some(0),
+            BodyFraming::Length(n) => Some(n),
+            BodyFraming::Chunked => None,
+        }
+    }
+
+    /// The peer's address, when the engine knows it.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// The body, to read. Reading past a body limit or a malformed chunk returns an error of kind
+    /// [`io::ErrorKind::InvalidData`] wrapping a [`crate::Error`]; the server then answers 413 or
+    /// 400 itself and closes the connection, whatever the handler returns.
+    pub fn body(&mut self) -> &mut RequestBody<'a> {
+        &mut self.body
+    }
+
+    /// Reads the whole body into a `Vec` (bounded by [`crate::Limits::max_body_bytes`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Request::body`]: a body over the limit, a malformed chunk, a timeout or a closed peer.
+    pub fn read_body(&mut self) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.body.read_to_end(&mut out)?;
+        Ok(out)
+    }
+}
+
+impl fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("version", &self.version())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The body of a [`Request`], read with [`std::io::Read`]. With `Expect: 100-continue`, the
+/// `100 Continue` interim response is sent on the first read.
+pub struct RequestBody<'a> {
+    inner: &'a mut dyn Read,
+}
+
+impl Read for RequestBody<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl fmt::Debug for RequestBody<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RequestBody")
+    }
+}

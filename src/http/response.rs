@@ -1,0 +1,237 @@
+//! The response a handler returns.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Read;
+
+/// A header name or value: borrowed `'static` text costs no allocation.
+pub type HeaderText = Cow<'static, str>;
+
+/// An HTTP response: status, header fields and a [`Body`].
+///
+/// Framing fields (`Content-Length`, `Transfer-Encoding`) are derived from the body and the request
+/// by the server; set ones are ignored. `Date` is added unless set. A `Connection: close` field
+/// closes the connection after the response.
+///
+/// ```
+/// use twinhttp::{Body, Response};
+/// let r = Response::text("hi").with_header("cache-control", "no-store");
+/// assert_eq!(r.status(), 200);
+/// let r = Response::new(404);
+/// assert_eq!(r.status(), 404);
+/// let _streamed = Response::new(200).with_body(Body::reader(std::io::empty()));
+/// ```
+pub struct Response {
+    status: u16,
+    content_type: Option<HeaderText>,
+    headers: Vec<(HeaderText, HeaderText)>,
+    body: Body,
+}
+
+impl Response {
+    /// An empty response with this status. Codes outside 100–999 are sent as 500.
+    pub fn new(status: u16) -> Response {
+        Response {
+            status: if (100..1000).contains(&status) {
+                status
+            } else {
+                500
+            },
+            content_type: None,
+            headers: Vec::new(),
+            body: Body::empty(),
+        }
+    }
+
+    /// 200 with a `text/plain; charset=utf-8` body.
+    pub fn text(body: impl Into<Body>) -> Response {
+        Response::new(200)
+            .with_content_type("text/plain; charset=utf-8")
+            .with_body(body)
+    }
+
+    /// 200 with a `text/html; charset=utf-8` body.
+    pub fn html(body: impl Into<Body>) -> Response {
+        Response::new(200)
+            .with_content_type("text/html; charset=utf-8")
+            .with_body(body)
+    }
+
+    /// Sets the status.
+    pub fn with_status(mut self, status: u16) -> Response {
+        self.status = Response::new(status).status;
+        self
+    }
+
+    /// Sets `Content-Type` (held apart from other fields: no allocation for a `'static` value).
+    pub fn with_content_type(mut self, value: impl Into<HeaderText>) -> Response {
+        self.content_type = Some(value.into());
+        self
+    }
+
+    /// Adds a header field. Names and values containing CR or LF are dropped when the response is
+    /// written, so a handler echoing peer input cannot split the response.
+    pub fn with_header(
+        mut self,
+        name: impl Into<HeaderText>,
+        value: impl Into<HeaderText>,
+    ) -> Response {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the body.
+    pub fn with_body(mut self, body: impl Into<Body>) -> Response {
+        self.body = body.into();
+        self
+    }
+
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The content type, if set.
+    pub fn content_type(&self) -> Option<&str> {
+        self.content_type.as_deref()
+    }
+
+    /// The header fields added with [`Response::with_header`].
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.headers.iter().map(|(n, v)| (&**n, &**v))
+    }
+
+    /// The first header field with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// The body.
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    pub(crate) fn take_body(&mut self) -> Body {
+        std::mem::replace(&mut self.body, Body::empty())
+    }
+}
+
+impl fmt::Debug for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field("content_type", &self.content_type)
+            .field("headers", &self.headers)
+            .field("body", &self.body)
+            .finish()
+    }
+}
+
+/// A response body: bytes known up front, or a stream written as it is produced.
+pub struct Body {
+    pub(crate) kind: BodyKind,
+}
+
+pub(crate) enum BodyKind {
+    Static(&'static [u8]),
+    Bytes(Vec<u8>),
+    /// A reader; `Some(len)` sends exactly `len` bytes with Content-Length, `None` sends chunked
+    /// (or close-delimited to an HTTP/1.0 client).
+    Reader(Box<dyn Read + Send>, Option<u64>),
+    /// Chunks from an iterator, each written to the socket as soon as it is produced.
+    Chunks(Box<dyn Iterator<Item = Vec<u8>> + Send>),
+}
+
+impl Body {
+    /// No body.
+    pub fn empty() -> Body {
+        Body {
+            kind: BodyKind::Static(b""),
+        }
+    }
+
+    /// A body streamed from a reader, length unknown: sent chunked to HTTP/1.1 clients and
+    /// close-delimited to HTTP/1.0 clients. Each `read` result is written out as it comes.
+    pub fn reader(reader: impl Read + Send + 'static) -> Body {
+        Body {
+            kind: BodyKind::Reader(Box::new(reader), None),
+        }
+    }
+
+    /// A body of exactly `len` bytes streamed from a reader, sent with `Content-Length`. A reader
+    /// that ends early makes the server close the connection (the client sees a short body).
+    pub fn sized_reader(reader: impl Read + Send + 'static, len: u64) -> Body {
+        Body {
+            kind: BodyKind::Reader(Box::new(reader), Some(len)),
+        }
+    }
+
+    /// A body of chunks, each written to the socket as soon as the iterator yields it (for
+    /// responses produced over time). Empty chunks are skipped.
+    pub fn chunks(iter: impl Iterator<Item = Vec<u8>> + Send + 'static) -> Body {
+        Body {
+            kind: BodyKind::Chunks(Box::new(iter)),
+        }
+    }
+
+    /// The length, when known before sending.
+    pub fn len(&self) -> Option<u64> {
+        match &self.kind {
+            BodyKind::Static(b) => Some(b.len() as u64),
+            BodyKind::Bytes(b) => Some(b.len() as u64),
+            BodyKind::Reader(_, len) => *len,
+            BodyKind::Chunks(_) => None,
+        }
+    }
+
+    /// True for a body known to be empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            BodyKind::Static(b) => write!(f, "Body({} static bytes)", b.len()),
+            BodyKind::Bytes(b) => write!(f, "Body({} bytes)", b.len()),
+            BodyKind::Reader(_, Some(n)) => write!(f, "Body(reader, {n} bytes)"),
+            BodyKind::Reader(_, None) => f.write_str("Body(reader)"),
+            BodyKind::Chunks(_) => f.write_str("Body(chunks)"),
+        }
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(s: &'static str) -> Body {
+        Body {
+            kind: BodyKind::Static(s.as_bytes()),
+        }
+    }
+}
+
+impl From<&'static [u8]> for Body {
+    fn from(s: &'static [u8]) -> Body {
+        Body {
+            kind: BodyKind::Static(s),
+        }
+    }
+}
+
+impl From<String> for Body {
+    fn from(s: String) -> Body {
+        Body {
+            kind: BodyKind::Bytes(s.into_bytes()),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Body {
+        Body {
+            kind: BodyKind::Bytes(v),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Size limits shared by both engines.
+
+/// Size limits applied to every request, identical on both engines because both drive the same core.
+///
+/// Construct with [`Limits::default()`] and change the fields you need:
+///
+/// ```
+/// let mut limits = twinhttp::Limits::default();
+/// limits.max_body_bytes = 1 << 20;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Longest request-target (path and query) accepted; longer gets `414 URI Too Long`.
+    /// Default: 8 KiB.
+    pub max_target_bytes: usize,
+    /// Largest request head (request line and all header fields) accepted; larger gets
+    /// `431 Request Header Fields Too Large`. Default: 32 KiB.
+    pub max_head_bytes: usize,
+    /// Most header fields accepted in one request; more gets `431`. Default: 100, at most
+    /// [`Limits::MAX_HEADERS_CAP`].
+    pub max_headers: usize,
+    /// Largest request body accepted; larger gets `413 Content Too Large`. Default: 16 MiB.
+    pub max_body_bytes: u64,
+    /// How much of a body the handler left unread the server will read and discard to keep the
+    /// connection alive; beyond this the connection is closed instead. Default: 64 KiB.
+    pub max_drain_bytes: u64,
+    /// Output buffered for pipelined responses before it is written to the socket. Default: 64 KiB.
+    pub max_pipeline_output: usize,
+}
+
+impl Limits {
+    /// The largest value [`Limits::max_headers`] can take; larger settings are clamped to it.
+    pub const MAX_HEADERS_CAP: usize = 256;
+
+    pub(crate) fn header_slots(&self) -> usize {
+        self.max_headers.clamp(1, Self::MAX_HEADERS_CAP)
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_target_bytes: 8 * 1024,
+            max_head_bytes: 32 * 1024,
+            max_headers: 100,
+            max_body_bytes: 16 * 1024 * 1024,
+            max_drain_bytes: 64 * 1024,
+            max_pipeline_output: 64 * 1024,
+        }
+    }
+}

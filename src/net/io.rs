@@ -1,0 +1,146 @@
+//! Blocking-style I/O with deadlines over non-blocking sockets: try the syscall, and on
+//! `WouldBlock` wait in `poll(2)` until the socket is ready or the deadline passes. Exact
+//! deadlines, no `setsockopt` per read.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+/// How long one wait may sleep before looking at a cancel flag again.
+const CANCEL_CHECK: Duration = Duration::from_millis(100);
+
+/// Why a wait ended without the socket being ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    /// The deadline passed.
+    TimedOut,
+    /// The cancel flag was set (server shutdown).
+    Cancelled,
+}
+
+/// Waits until `stream` is readable (or writable), the deadline passes, or `cancel` is set.
+pub(crate) fn wait(
+    stream: &TcpStream,
+    writable: bool,
+    deadline: Instant,
+    cancel: Option<&AtomicBool>,
+) -> Result<(), Interrupt> {
+    let flags = if writable {
+        PollFlags::OUT
+    } else {
+        PollFlags::IN
+    };
+    loop {
+        if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+            return Err(Interrupt::Cancelled);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Interrupt::TimedOut);
+        }
+        let mut slice = deadline - now;
+        if cancel.is_some() {
+            slice = slice.min(CANCEL_CHECK);
+        }
+        let timeout = Timespec {
+            tv_sec: i64::try_from(slice.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(slice.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(stream, flags)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            // poll on one valid descriptor does not fail otherwise; treat as ready and let the
+            // read or write report the real error.
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::from(ErrorKind::TimedOut)
+}
+
+/// Reads into `buf`, waiting until `deadline`. `Ok(0)` is end of stream.
+pub(crate) fn read(
+    mut stream: &TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+    cancel: Option<&AtomicBool>,
+) -> io::Result<usize> {
+    loop {
+        match stream.read(buf) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+        match wait(stream, false, deadline, cancel) {
+            Ok(()) => {}
+            Err(Interrupt::TimedOut) => return Err(timed_out()),
+            Err(Interrupt::Cancelled) => return Err(io::Error::from(ErrorKind::ConnectionAborted)),
+        }
+    }
+}
+
+/// Reads what is there now without waiting: `Ok(None)` when nothing is.
+pub(crate) fn read_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        match stream.read(buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes all of `data`, waiting until `deadline` when the socket buffer is full.
+pub(crate) fn write_all(
+    mut stream: &TcpStream,
+    mut data: &[u8],
+    deadline: Instant,
+) -> io::Result<()> {
+    while !data.is_empty() {
+        match stream.write(data) {
+            Ok(0) => return Err(io::Error::from(ErrorKind::WriteZero)),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if wait(stream, true, deadline, None).is_err() {
+                    return Err(timed_out());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes and clears `out`.
+pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, timeout: Duration) -> io::Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let r = write_all(stream, out, Instant::now() + timeout);
+    out.clear();
+    r
+}
+
+/// Closes after a final response without destroying it: shut the write side, then read and
+/// discard what the peer is still sending (bounded in bytes and time) so the kernel does not
+/// answer unread input with a reset that would discard the response in flight.
+pub(crate) fn linger_close(stream: &TcpStream, budget: Duration) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let deadline = Instant::now() + budget;
+    let mut scratch = [0u8; 4096];
+    let mut left: usize = 256 * 1024;
+    while left > 0 {
+        match read(stream, &mut scratch, deadline, None) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Socket helpers both engines use: listener set-up, accept-error triage, deadline-bounded I/O on
+//! non-blocking sockets, and (in [`sys`]) the poller registration that needs `unsafe`.
+
+pub(crate) mod io;
+pub(crate) mod sys;
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Listen backlog: large enough that a burst of connects is queued by the kernel, not refused.
+const BACKLOG: i32 = 1024;
+
+/// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works.
+pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for addr in addr.to_socket_addrs()? {
+        match bind_one(addr) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
+}
+
+fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Puts an accepted socket in the mode both engines expect: non-blocking, `TCP_NODELAY` (so
+/// pipelined and small responses do not stall on Nagle and delayed ACK).
+pub(crate) fn prepare(stream: &TcpStream) -> std::io::Result<()> {
+    stream.set_nonblocking(true)?;
+    stream.set_nodelay(true)
+}
+
+/// What an accept error means for the accept loop.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AcceptError {
+    /// Nothing more to accept now.
+    Drained,
+    /// Out of descriptors or memory: back off, then keep serving.
+    Exhausted,
+    /// That one connection failed (aborted, reset, interrupted): go on at once.
+    Transient,
+}
+
+pub(crate) fn classify_accept_error(e: &std::io::Error) -> AcceptError {
+    if e.kind() == ErrorKind::WouldBlock {
+        return AcceptError::Drained;
+    }
+    let errno = e.raw_os_error().map(rustix::io::Errno::from_raw_os_error);
+    match errno {
+        Some(
+            rustix::io::Errno::MFILE
+            | rustix::io::Errno::NFILE
+            | rustix::io::Errno::NOBUFS
+            | rustix::io::Errno::NOMEM,
+        ) => AcceptError::Exhausted,
+        _ => AcceptError::Transient,
+    }
+}

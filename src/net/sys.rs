@@ -1,0 +1,43 @@
+//! The one module allowed `unsafe`: registering sockets with a `polling::Poller`, whose `add` is
+//! unsafe because the source must be deleted from the poller before it is dropped. [`Registered`]
+//! owns the socket and upholds that in its `Drop`.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
+
+use polling::{Event, Poller};
+
+/// A socket registered with a poller in oneshot mode, deleted from it on drop.
+#[derive(Debug)]
+pub(crate) struct Registered<S: AsFd + AsRawFd> {
+    // Field order: `source` must outlive the registration, so it is dropped after `drop` runs.
+    source: S,
+    poller: Arc<Poller>,
+}
+
+impl<S: AsFd + AsRawFd> Registered<S> {
+    /// Registers `source` with `interest` armed.
+    pub(crate) fn new(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
+        // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
+        // `poller` before the source itself is dropped; if `add` fails nothing was registered.
+        unsafe { poller.add(source.as_raw_fd(), interest)? };
+        Ok(Registered { source, poller })
+    }
+
+    /// Re-arms the oneshot registration.
+    pub(crate) fn rearm(&self, interest: Event) -> io::Result<()> {
+        self.poller.modify(self.source.as_fd(), interest)
+    }
+
+    pub(crate) fn get(&self) -> &S {
+        &self.source
+    }
+}
+
+impl<S: AsFd + AsRawFd> Drop for Registered<S> {
+    fn drop(&mut self) {
+        let _ = self.poller.delete(self.source.as_fd());
+    }
+}

@@ -1,0 +1,291 @@
+//! The OS-thread-pool engine (feature `server`).
+//!
+//! An acceptor thread hands each new connection through a bounded `crossbeam-channel` queue to a
+//! pool of worker threads, which run the [`Handler`] as ordinary blocking code. Between requests
+//! an idle keep-alive connection does not hold its worker: it is **parked** in a
+//! `polling::Poller` watched by one parker thread and re-queued when its next request arrives,
+//! so thousands of idle connections cost no threads. Turn parking off with
+//! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use twinhttp::{Request, Response, server::Server};
+//!
+//! let server = Server::builder()
+//!     .workers(8)
+//!     .idle_timeout(Duration::from_secs(30))
+//!     .serve("127.0.0.1:0", |_: &mut Request<'_>| Response::text("Hello, World!"))?;
+//! println!("listening on {}", server.local_addr());
+//! server.shutdown(Duration::from_secs(5))?;
+//! # Ok::<(), twinhttp::Error>(())
+//! ```
+
+mod acceptor;
+mod park;
+mod worker;
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::{Error, ErrorKind, Handler, Limits};
+
+/// Settings for a [`Server`]; every setter documents its default.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    workers: usize,
+    queue: usize,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    idle_timeout: Duration,
+    read_timeout: Duration,
+    write_timeout: Duration,
+    park_idle: bool,
+    park_linger: Duration,
+    limits: Limits,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        let cores = thread::available_parallelism().map_or(2, |n| n.get());
+        Builder {
+            workers: (cores * 4).max(4),
+            queue: 1024,
+            max_connections: 16_384,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            park_idle: true,
+            park_linger: Duration::ZERO,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl Builder {
+    /// Worker threads that run handlers. Default: 4 × available cores, at least 4. With parking
+    /// on, this bounds concurrent *requests*, not connections.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Bound of the queue between the acceptor (and parker) and the workers. Default: 1024.
+    pub fn queue(mut self, n: usize) -> Self {
+        self.queue = n.max(1);
+        self
+    }
+
+    /// Most open connections; beyond it new ones get `503 Service Unavailable` and are closed.
+    /// Default: 16,384.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// The whole request head must arrive within this time, counted from the connection's
+    /// accept or from the first byte of a later request; a slower head gets `408` and a close
+    /// (Slowloris). Default: 10 s.
+    pub fn header_read_timeout(mut self, t: Duration) -> Self {
+        self.header_read_timeout = t;
+        self
+    }
+
+    /// How long a keep-alive connection may stay idle between requests before it is closed.
+    /// Default: 60 s.
+    pub fn idle_timeout(mut self, t: Duration) -> Self {
+        self.idle_timeout = t;
+        self
+    }
+
+    /// Longest wait for the next bytes of a request body. Default: 30 s.
+    pub fn read_timeout(mut self, t: Duration) -> Self {
+        self.read_timeout = t;
+        self
+    }
+
+    /// Longest wait for the socket to take more response bytes. Default: 30 s.
+    pub fn write_timeout(mut self, t: Duration) -> Self {
+        self.write_timeout = t;
+        self
+    }
+
+    /// Park idle keep-alive connections in a poller instead of holding a worker on each.
+    /// Default: on. Off gives one worker per open connection (thread-per-connection).
+    pub fn park_idle(mut self, on: bool) -> Self {
+        self.park_idle = on;
+        self
+    }
+
+    /// How long a worker waits for the next request on a connection before parking it. A short
+    /// linger keeps a busy keep-alive connection on its worker and saves a round trip through
+    /// the parker. Default: 0 (park at once).
+    pub fn park_linger(mut self, t: Duration) -> Self {
+        self.park_linger = t;
+        self
+    }
+
+    /// Size limits for requests. Default: [`Limits::default()`].
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Binds `addr` and starts serving `handler`.
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound or a thread or poller cannot be created.
+    pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Server, Error> {
+        let listener = crate::net::bind(addr)?;
+        self.serve_listener(listener, handler)
+    }
+
+    /// Starts serving `handler` on a listener you bound (it is made non-blocking).
+    ///
+    /// # Errors
+    ///
+    /// When the listener is unusable or a thread or poller cannot be created.
+    pub fn serve_listener<H: Handler>(
+        self,
+        listener: TcpListener,
+        handler: H,
+    ) -> Result<Server, Error> {
+        listener.set_nonblocking(true)?;
+        let local_addr = listener.local_addr()?;
+        let (tx, rx) = crossbeam_channel::bounded(self.queue);
+        let control = Arc::new(Control::default());
+        let parker = if self.park_idle {
+            Some(Arc::new(park::Parker::new(self.idle_timeout)?))
+        } else {
+            None
+        };
+        let shared = Arc::new(worker::Shared {
+            handler,
+            config: self.clone(),
+            parker: parker.clone(),
+            control: control.clone(),
+        });
+        let mut threads = Vec::new();
+        let acceptor =
+            acceptor::Acceptor::new(listener, tx.clone(), control.clone(), self.max_connections)?;
+        let waker = acceptor.waker();
+        threads.push(spawn("twinhttp-accept", move || acceptor.run())?);
+        if let Some(p) = parker.clone() {
+            let tx = tx.clone();
+            threads.push(spawn("twinhttp-park", move || p.run(&tx))?);
+        }
+        drop(tx);
+        for i in 0..self.workers {
+            let (shared, rx) = (shared.clone(), rx.clone());
+            threads.push(spawn(&format!("twinhttp-worker-{i}"), move || {
+                worker::run(&shared, &rx)
+            })?);
+        }
+        Ok(Server {
+            local_addr,
+            handle: ShutdownHandle {
+                control,
+                waker,
+                parker,
+            },
+            threads,
+        })
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, Error> {
+    Ok(thread::Builder::new().name(name.to_owned()).spawn(f)?)
+}
+
+/// State shared by every thread of one server.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    /// Set once when shutdown begins.
+    pub(crate) shutting_down: AtomicBool,
+    /// Open connections (accepted and not yet closed).
+    pub(crate) open: AtomicUsize,
+}
+
+/// A running thread-pool server.
+#[derive(Debug)]
+pub struct Server {
+    local_addr: SocketAddr,
+    handle: ShutdownHandle,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// The server's settings, to change before [`Builder::serve`].
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The address the server listens on (useful after binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A handle that can start a shutdown from any thread.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.handle.clone()
+    }
+
+    /// Open connections right now, parked ones included.
+    pub fn open_connections(&self) -> usize {
+        self.handle.control.open.load(Ordering::Relaxed)
+    }
+
+    /// Blocks until the server is shut down through a [`ShutdownHandle`], then joins its
+    /// threads (waiting for in-flight requests).
+    pub fn wait(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+
+    /// Graceful shutdown: stops accepting, closes idle connections, lets in-flight requests
+    /// finish (their responses carry `Connection: close`), and joins every thread.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::ShutdownTimedOut`] when threads are still busy after `grace`; they are left
+    /// to finish on their own.
+    pub fn shutdown(self, grace: Duration) -> Result<(), Error> {
+        self.handle.shutdown();
+        let deadline = Instant::now() + grace;
+        while self.threads.iter().any(|t| !t.is_finished()) {
+            if Instant::now() >= deadline {
+                return Err(Error::new(ErrorKind::ShutdownTimedOut));
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+}
+
+/// Starts a server's graceful shutdown from any thread; [`Server::wait`] or
+/// [`Server::shutdown`] then returns once its threads are done.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle {
+    control: Arc<Control>,
+    waker: Arc<polling::Poller>,
+    parker: Option<Arc<park::Parker>>,
+}
+
+impl ShutdownHandle {
+    /// Begins the shutdown; returns at once.
+    pub fn shutdown(&self) {
+        self.control.shutting_down.store(true, Ordering::Release);
+        let _ = self.waker.notify();
+        if let Some(p) = &self.parker {
+            p.close();
+        }
+    }
+}

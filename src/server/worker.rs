@@ -1,0 +1,342 @@
+//! Worker threads: take a connection from the queue, serve its requests as plain blocking code,
+//! then close it or park it when it goes idle.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use polling::{Event, Poller};
+
+use super::acceptor::OpenGuard;
+use super::park::Parker;
+use super::{Builder, Control};
+use crate::http::body::{BodyEnd, BodyReader, Source};
+use crate::http::buf::ReadBuf;
+use crate::http::conn::{CONTINUE, Conn, Encoder, State};
+use crate::http::request::RequestHead;
+use crate::http::response::BodyKind;
+use crate::net::io::{self, flush, linger_close, read_now};
+use crate::net::sys::Registered;
+use crate::{Handler, Request, Response};
+
+/// What one server's workers share.
+pub(crate) struct Shared<H> {
+    pub(crate) handler: H,
+    pub(crate) config: Builder,
+    pub(crate) parker: Option<Arc<Parker>>,
+    pub(crate) control: Arc<Control>,
+}
+
+/// A connection between requests: its socket and when its next head began to be awaited. It
+/// holds no buffer: buffers belong to the worker serving it.
+pub(crate) struct Connection {
+    socket: Socket,
+    peer: Option<SocketAddr>,
+    since: Instant,
+    _open: OpenGuard,
+}
+
+enum Socket {
+    /// Never parked.
+    Plain(TcpStream),
+    /// Registered with the parker's poller (kept registered, disarmed, while being served).
+    Parkable(Registered<TcpStream>),
+}
+
+impl Connection {
+    fn stream(&self) -> &TcpStream {
+        match &self.socket {
+            Socket::Plain(s) => s,
+            Socket::Parkable(r) => r.get(),
+        }
+    }
+
+    /// Arms the socket in `poller` for `interest`, registering it on its first park. On error
+    /// the connection is dropped, which closes it.
+    pub(crate) fn into_armed(
+        self,
+        poller: &Arc<Poller>,
+        interest: Event,
+    ) -> std::io::Result<Connection> {
+        let socket = match self.socket {
+            Socket::Parkable(r) => {
+                r.rearm(interest)?;
+                Socket::Parkable(r)
+            }
+            Socket::Plain(s) => Socket::Parkable(Registered::new(poller.clone(), s, interest)?),
+        };
+        Ok(Connection { socket, ..self })
+    }
+
+    /// Called by the parker when the connection became readable.
+    pub(crate) fn woken(&mut self, now: Instant) {
+        self.since = now;
+    }
+}
+
+/// A unit of work for a worker.
+pub(crate) struct Job(Connection);
+
+impl Job {
+    pub(crate) fn new(stream: TcpStream, open: OpenGuard, since: Instant) -> Job {
+        Job(Connection {
+            peer: stream.peer_addr().ok(),
+            socket: Socket::Plain(stream),
+            since,
+            _open: open,
+        })
+    }
+}
+
+impl From<Connection> for Job {
+    fn from(conn: Connection) -> Job {
+        Job(conn)
+    }
+}
+
+/// A worker's own buffers, lent to each connection it serves.
+struct Scratch {
+    read: ReadBuf,
+    write: Vec<u8>,
+    head: RequestHead,
+}
+
+/// Bytes of response buffered before it is written out while more pipelined requests wait.
+const WRITE_BUF: usize = 16 * 1024;
+
+pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
+    let mut scratch = Scratch {
+        read: ReadBuf::new(),
+        write: Vec::with_capacity(WRITE_BUF),
+        head: RequestHead::default(),
+    };
+    while let Ok(Job(conn)) = queue.recv() {
+        if let Some(idle) = serve(shared, conn, &mut scratch) {
+            park_or_close(shared, idle);
+        }
+        scratch.read.reset();
+        scratch.write.clear();
+    }
+}
+
+fn park_or_close<H>(shared: &Shared<H>, conn: Connection) {
+    if let Some(parker) = &shared.parker {
+        // Err: parking is closed for shutdown; dropping closes the connection.
+        drop(parker.park(conn));
+    }
+}
+
+/// Serves requests on `conn` until it closes (`None`) or goes idle with parking on
+/// (`Some(conn)`, to park).
+fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> Option<Connection> {
+    let cfg = &shared.config;
+    let shutting_down = &shared.control.shutting_down;
+    let mut http = Conn::default();
+    let mut head_deadline = conn.since + cfg.header_read_timeout;
+    loop {
+        let stream = conn.stream();
+        // 1. The request head.
+        let decoder = loop {
+            match http.recv_head(&mut s.read, &mut s.head, &cfg.limits) {
+                Ok(Some(decoder)) => break decoder,
+                Ok(None) => {}
+                Err(e) => {
+                    fail(stream, &mut http, &mut s.write, e.status(), cfg);
+                    return None;
+                }
+            }
+            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+            let started = !s.read.is_empty();
+            // Shutdown interrupts a wait for a new request, never a request under way.
+            let cancel = (!started).then_some(shutting_down);
+            let spare = s.read.spare(cfg.limits.max_head_bytes);
+            match io::read(stream, spare, head_deadline, cancel) {
+                Ok(0) => return None,
+                Ok(n) => s.read.filled_by(n),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut && started => {
+                    fail(stream, &mut http, &mut s.write, 408, cfg);
+                    return None;
+                }
+                Err(_) => return None,
+            }
+        };
+
+        // 2. The handler, with the body streamed from the socket.
+        let source = SocketSource {
+            stream,
+            out: &mut s.write,
+            read_timeout: cfg.read_timeout,
+            write_timeout: cfg.write_timeout,
+        };
+        let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut req = Request::new(&s.head, &mut reader, conn.peer);
+            shared.handler.handle(&mut req)
+        }));
+        let (mut resp, panicked) = match outcome {
+            Ok(r) => (r, false),
+            Err(_) => {
+                log::error!("handler panicked; answering 500");
+                (Response::new(500), true)
+            }
+        };
+        let in_sync = match reader.end {
+            BodyEnd::Complete => true,
+            BodyEnd::Unread => !panicked && reader.drain(cfg.limits.max_drain_bytes),
+            BodyEnd::Failed(e) => {
+                fail(stream, &mut http, &mut s.write, e.status(), cfg);
+                return None;
+            }
+            BodyEnd::Broken => return None,
+        };
+
+        // 3. The response.
+        let closing = panicked || shutting_down.load(Ordering::Acquire);
+        let mut encoder = http.write_head(&s.head, &resp, in_sync, closing, &mut s.write);
+        let body = resp.take_body();
+        let complete = match body.kind {
+            BodyKind::Static(_) | BodyKind::Bytes(_) => {
+                Conn::write_full_body(&mut encoder, &body.kind, &mut s.write)
+            }
+            kind => catch_unwind(AssertUnwindSafe(|| {
+                pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
+            }))
+            .unwrap_or(false),
+        };
+        if !complete {
+            http.abort();
+        }
+        if http.state() == State::Closing {
+            let _ = flush(stream, &mut s.write, cfg.write_timeout);
+            if !in_sync {
+                linger_close(stream, LINGER);
+            }
+            return None;
+        }
+        if s.write.len() >= cfg.limits.max_pipeline_output {
+            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+        }
+
+        // 4. The next request: already buffered (pipelined), already arrived, or wait for it.
+        if s.read.is_empty() {
+            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+            match read_now(stream, s.read.spare(cfg.limits.max_head_bytes)) {
+                Ok(Some(0)) | Err(_) => return None,
+                Ok(Some(n)) => s.read.filled_by(n),
+                Ok(None) => {
+                    if shutting_down.load(Ordering::Acquire) {
+                        return None;
+                    }
+                    let linger = cfg.park_linger;
+                    let waited = if shared.parker.is_none() {
+                        io::wait(
+                            stream,
+                            false,
+                            Instant::now() + cfg.idle_timeout,
+                            Some(shutting_down),
+                        )
+                    } else if linger > Duration::ZERO {
+                        io::wait(stream, false, Instant::now() + linger, Some(shutting_down))
+                    } else {
+                        Err(io::Interrupt::TimedOut)
+                    };
+                    match waited {
+                        Ok(()) => {}
+                        Err(io::Interrupt::TimedOut) if shared.parker.is_some() => {
+                            return Some(conn);
+                        }
+                        Err(_) => return None,
+                    }
+                }
+            }
+        }
+        head_deadline = Instant::now() + cfg.header_read_timeout;
+    }
+}
+
+/// Budget for reading what a peer still sends after a response that closes the connection.
+const LINGER: Duration = Duration::from_millis(500);
+
+/// Answers with an error status and closes, lingering so the answer is not lost to a reset.
+fn fail(stream: &TcpStream, http: &mut Conn, out: &mut Vec<u8>, status: u16, cfg: &Builder) {
+    http.write_error(status, out);
+    if flush(stream, out, cfg.write_timeout).is_ok() {
+        linger_close(stream, LINGER);
+    }
+}
+
+/// Writes a streamed body: every piece the reader or iterator produces goes out at once.
+fn pump(
+    stream: &TcpStream,
+    out: &mut Vec<u8>,
+    encoder: &mut Encoder,
+    kind: BodyKind,
+    timeout: Duration,
+) -> bool {
+    if *encoder == Encoder::Skip {
+        return flush(stream, out, timeout).is_ok();
+    }
+    match kind {
+        BodyKind::Reader(mut reader, _) => {
+            let mut chunk = vec![0u8; 16 * 1024];
+            loop {
+                if matches!(encoder, Encoder::Length { remaining: 0 }) {
+                    break;
+                }
+                match reader.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        encoder.encode(&chunk[..n], out);
+                        if flush(stream, out, timeout).is_err() {
+                            return false;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return false,
+                }
+            }
+        }
+        BodyKind::Chunks(chunks) => {
+            for chunk in chunks {
+                encoder.encode(&chunk, out);
+                if flush(stream, out, timeout).is_err() {
+                    return false;
+                }
+            }
+        }
+        BodyKind::Static(_) | BodyKind::Bytes(_) => {}
+    }
+    encoder.finish(out) && flush(stream, out, timeout).is_ok()
+}
+
+/// The body reader's view of the socket.
+struct SocketSource<'a> {
+    stream: &'a TcpStream,
+    out: &'a mut Vec<u8>,
+    read_timeout: Duration,
+    write_timeout: Duration,
+}
+
+impl Source for SocketSource<'_> {
+    fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
+        // Responses to earlier pipelined requests go out before we wait on the peer.
+        flush(self.stream, self.out, self.write_timeout)?;
+        let n = io::read(
+            self.stream,
+            buf.spare(0),
+            Instant::now() + self.read_timeout,
+            None,
+        )?;
+        buf.filled_by(n);
+        Ok(n)
+    }
+
+    fn send_continue(&mut self) -> std::io::Result<()> {
+        self.out.extend_from_slice(CONTINUE);
+        flush(self.stream, self.out, self.write_timeout)
+    }
+}

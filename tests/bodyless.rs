@@ -1,0 +1,55 @@
+//! HEAD, 1xx, 204 and 304 carry no body; HEAD keeps the Content-Length a GET would have.
+#![cfg(feature = "server")]
+mod support;
+use support::{Client, Engine, app, start};
+
+fn head_has_length_but_no_body(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.read_response(true).expect("response");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("13"));
+    // The next response must start right where the head ended: no stray body bytes.
+    let r = c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.text(), "Hello, World!");
+    c.send(b"HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.read_response(true).expect("response");
+    assert_eq!(
+        r.header("transfer-encoding"),
+        None,
+        "no chunked framing without a body"
+    );
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+}
+
+fn no_body_statuses(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    for code in [204u16, 304] {
+        let r = c.roundtrip(format!("GET /status/{code} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        assert_eq!(r.status, code);
+        assert_eq!(r.header("content-length"), None);
+        assert_eq!(r.header("transfer-encoding"), None);
+    }
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+        "Hello, World!"
+    );
+}
+
+fn date_header_is_present(engine: Engine) {
+    let srv = start(engine, app);
+    let r = Client::new(srv.addr).roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let date = r.header("date").expect("Date");
+    assert!(date.ends_with(" GMT") && date.len() == 29, "{date}");
+}
+
+engine_tests!(
+    head_has_length_but_no_body,
+    no_body_statuses,
+    date_header_is_present
+);

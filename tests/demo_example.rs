@@ -1,0 +1,182 @@
+//! The RFC rules probed with raw bytes against the `demo` example binary itself, and the accept
+//! loop surviving descriptor exhaustion (the binary run under a low `ulimit -n`).
+#![cfg(feature = "server")]
+mod support;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{Client, probe};
+
+/// The `demo` example, started on an ephemeral port; killed (by PID) when dropped.
+struct Demo {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Demo {
+    fn start(ulimit_n: Option<u32>) -> Demo {
+        // target/<profile>/deps/<this test> → target/<profile>/examples/demo
+        let exe = std::env::current_exe().expect("test exe");
+        let demo = exe
+            .parent()
+            .and_then(|d| d.parent())
+            .expect("target dir")
+            .join("examples/demo");
+        assert!(
+            demo.exists(),
+            "{} is built by `cargo test --features server`",
+            demo.display()
+        );
+        let mut cmd = match ulimit_n {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!(
+                        "ulimit -n {n} && exec \"$0\" --addr 127.0.0.1:0 --threads 4"
+                    ))
+                    .arg(&demo);
+                c
+            }
+            None => {
+                let mut c = Command::new(&demo);
+                c.args(["--addr", "127.0.0.1:0"]);
+                c
+            }
+        };
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn demo");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut line = String::new();
+        BufReader::new(stderr)
+            .read_line(&mut line)
+            .expect("demo prints its address");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Demo { child, addr }
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn demo_routes() {
+    let demo = Demo::start(None);
+    let mut c = Client::new(demo.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: d\r\n\r\n").text(),
+        "Hello, World!"
+    );
+    let r = c.roundtrip(b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(r.text(), "hello");
+    let r = c.roundtrip(b"POST /echo HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n");
+    assert_eq!(r.text(), "hello");
+    let started = Instant::now();
+    let r = c.roundtrip(b"GET /stream HTTP/1.1\r\nHost: d\r\n\r\n");
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.text().lines().count(), 5);
+    assert!(
+        started.elapsed() >= Duration::from_millis(350),
+        "chunks written over time"
+    );
+    for code in [204u16, 304, 418] {
+        assert_eq!(
+            c.roundtrip(format!("GET /status/{code} HTTP/1.1\r\nHost: d\r\n\r\n").as_bytes())
+                .status,
+            code
+        );
+    }
+    let page = c.roundtrip(b"GET /routes HTTP/1.1\r\nHost: d\r\n\r\n");
+    assert!(
+        page.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html"))
+    );
+    for route in ["/echo", "/stream", "/status/{code}", "/routes"] {
+        assert!(page.text().contains(route), "routes page lists {route}");
+    }
+}
+
+#[test]
+fn demo_rfc_probes() {
+    let demo = Demo::start(None);
+    let cases: &[(&[u8], u16)] = &[
+        (b"GET / HTTP/1.1\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400),
+        (b"POST /echo HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: br\r\n\r\n", 501),
+        (b"GET / HTTP/1.1\r\nHost: d\r\nX: a\r\n b\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost : d\r\n\r\n", 400),
+        (b"GET / HTTP/2.0\r\nHost: d\r\n\r\n", 505),
+        (b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 99999999999\r\n\r\n", 413),
+    ];
+    for (req, status) in cases {
+        let (r, mut c) = probe(demo.addr, req);
+        assert_eq!(r.status, *status, "{}", String::from_utf8_lossy(req));
+        assert!(r.closes() && c.is_closed());
+    }
+    let long = format!("GET /{} HTTP/1.1\r\nHost: d\r\n\r\n", "x".repeat(10_000));
+    assert_eq!(probe(demo.addr, long.as_bytes()).0.status, 414);
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: d\r\nX: {}\r\n\r\n",
+        "x".repeat(40_000)
+    );
+    assert_eq!(probe(demo.addr, big.as_bytes()).0.status, 431);
+    // Keep-alive, HTTP/1.0, HEAD, pipelining, 100-continue.
+    let mut c = Client::new(demo.addr);
+    c.send(b"GET / HTTP/1.1\r\nHost: d\r\n\r\nHEAD / HTTP/1.1\r\nHost: d\r\n\r\nGET /status/204 HTTP/1.1\r\nHost: d\r\n\r\n");
+    assert_eq!(c.response().text(), "Hello, World!");
+    let head = c.read_response(true).expect("HEAD response");
+    assert_eq!(head.header("content-length"), Some("13"));
+    assert_eq!(c.response().status, 204);
+    c.send(b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+    assert_eq!(c.response().status, 100);
+    c.send(b"ok");
+    assert_eq!(c.response().text(), "ok");
+    let r = c.roundtrip(b"GET / HTTP/1.0\r\n\r\n");
+    assert!(r.closes() && c.is_closed());
+}
+
+#[test]
+fn accept_loop_survives_descriptor_exhaustion() {
+    let mut demo = Demo::start(Some(40));
+    // Far more connections than the server has descriptors: accept fails with EMFILE.
+    let mut flood: Vec<std::net::TcpStream> = Vec::new();
+    for _ in 0..120 {
+        match std::net::TcpStream::connect(demo.addr) {
+            Ok(s) => flood.push(s),
+            Err(_) => break,
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(demo.alive(), "server process still running under EMFILE");
+    drop(flood);
+    // Descriptors come back as the flood closes; the server must serve again by itself.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let served = loop {
+        let mut c = Client::new(demo.addr);
+        c.read_timeout(Duration::from_secs(2));
+        c.send(b"GET / HTTP/1.1\r\nHost: d\r\n\r\n");
+        if c.read_response(false).is_some_and(|r| r.status == 200) {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(served, "served again after exhaustion");
+    assert!(demo.alive());
+}

@@ -1,0 +1,51 @@
+//! `Expect: 100-continue`: the interim response is sent only when the handler reads the body.
+#![cfg(feature = "server")]
+mod support;
+use std::io::Read;
+use std::time::Duration;
+
+use support::{Client, Engine, app, start};
+
+fn continue_sent_when_handler_reads(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let interim = c.response();
+    assert_eq!(interim.status, 100);
+    c.send(b"hello");
+    let r = c.response();
+    assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+    assert!(!r.closes());
+}
+
+fn no_continue_when_handler_does_not_read(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /ignore-body HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200, "final answer straight away, no 100");
+    // The client may or may not send the body now; the server cannot tell, so it closes.
+    assert!(r.closes());
+    assert!(c.is_closed());
+}
+
+fn no_continue_when_body_already_sent(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    let r = c.roundtrip(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc",
+    );
+    assert_eq!((r.status, r.text().as_str()), (200, "abc"));
+    c.read_timeout(Duration::from_millis(200));
+    let mut extra = [0u8; 1];
+    assert!(
+        c.reader.read(&mut extra).is_err(),
+        "nothing after the response"
+    );
+}
+
+engine_tests!(
+    continue_sent_when_handler_reads,
+    no_continue_when_handler_does_not_read,
+    no_continue_when_body_already_sent,
+);

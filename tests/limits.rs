@@ -1,0 +1,108 @@
+//! Every limit has its status, and the connection is closed after it.
+#![cfg(feature = "server")]
+mod support;
+use support::{Client, Config, Engine, app, probe, start_with};
+use twinhttp::Limits;
+
+fn small() -> Config {
+    let mut limits = Limits::default();
+    limits.max_target_bytes = 100;
+    limits.max_head_bytes = 1024;
+    limits.max_headers = 10;
+    limits.max_body_bytes = 1000;
+    Config {
+        limits,
+        ..Config::default()
+    }
+}
+
+fn assert_refused(engine: Engine, req: &[u8], status: u16) {
+    let srv = start_with(engine, small(), app);
+    let (r, mut c) = probe(srv.addr, req);
+    assert_eq!(
+        r.status,
+        status,
+        "{}",
+        String::from_utf8_lossy(&req[..req.len().min(80)])
+    );
+    assert!(r.closes());
+    assert!(c.is_closed());
+}
+
+fn target_too_long_414(engine: Engine) {
+    assert_refused(
+        engine,
+        format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(150)).as_bytes(),
+        414,
+    );
+}
+
+fn head_too_large_431(engine: Engine) {
+    assert_refused(
+        engine,
+        format!(
+            "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+            "a".repeat(2000)
+        )
+        .as_bytes(),
+        431,
+    );
+}
+
+fn too_many_headers_431(engine: Engine) {
+    assert_refused(
+        engine,
+        format!("GET / HTTP/1.1\r\nHost: t\r\n{}\r\n", "X: 1\r\n".repeat(10)).as_bytes(),
+        431,
+    );
+}
+
+fn default_limits_take_browser_sized_heads(engine: Engine) {
+    // 64 fields and 16 KiB of head must pass with the defaults (browsers send such heads).
+    let srv = support::start(engine, app);
+    let mut req = String::from("GET / HTTP/1.1\r\nHost: t\r\n");
+    for i in 0..63 {
+        req.push_str(&format!("X-Field-{i}: {}\r\n", "v".repeat(260)));
+    }
+    req.push_str("\r\n");
+    assert!(req.len() > 16 * 1024);
+    assert_eq!(Client::new(srv.addr).roundtrip(req.as_bytes()).status, 200);
+}
+
+fn content_length_over_limit_413(engine: Engine) {
+    assert_refused(
+        engine,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n",
+        413,
+    );
+}
+
+fn chunked_over_limit_413(engine: Engine) {
+    let mut req = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..3 {
+        req.extend_from_slice(b"190\r\n");
+        req.extend_from_slice(&[b'z'; 400]);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    assert_refused(engine, &req, 413);
+}
+
+fn chunk_size_overflow_400(engine: Engine) {
+    let mut cfg = small();
+    cfg.limits.max_body_bytes = u64::MAX;
+    let srv = start_with(engine, cfg, app);
+    let (r, _) = probe(srv.addr, b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1FFFFFFFFFFFFFFFF\r\n");
+    assert_eq!(r.status, 400);
+    assert!(r.closes());
+}
+
+engine_tests!(
+    target_too_long_414,
+    head_too_large_431,
+    too_many_headers_431,
+    default_limits_take_browser_sized_heads,
+    content_length_over_limit_413,
+    chunked_over_limit_413,
+    chunk_size_overflow_400,
+);

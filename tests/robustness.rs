@@ -1,0 +1,94 @@
+//! A panicking handler costs one 500, not the server; over max connections new ones get 503.
+#![cfg(feature = "server")]
+mod support;
+use support::{Client, Config, Engine, app, start, start_with};
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+
+fn panic_is_a_500_and_server_lives(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 2,
+            ..Config::default()
+        },
+        app,
+    );
+    for _ in 0..10 {
+        let mut c = Client::new(srv.addr);
+        let r = c.roundtrip(b"GET /panic HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 500);
+        assert!(r.closes());
+    }
+    // Ten panics on two workers: both workers must still be alive to serve two at once.
+    let mut a = Client::new(srv.addr);
+    let mut b = Client::new(srv.addr);
+    a.send(b"GET /sleep?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n");
+    b.send(b"GET /sleep?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n");
+    let started = std::time::Instant::now();
+    assert_eq!(a.response().status, 200);
+    assert_eq!(b.response().status, 200);
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(390),
+        "served in parallel"
+    );
+}
+
+fn over_max_connections_gets_503(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            max_connections: 3,
+            ..Config::default()
+        },
+        app,
+    );
+    let mut held: Vec<Client> = (0..3).map(|_| Client::new(srv.addr)).collect();
+    for c in &mut held {
+        assert_eq!(c.roundtrip(GET).status, 200);
+    }
+    let mut extra = Client::new(srv.addr);
+    let r = extra.response();
+    assert_eq!(r.status, 503);
+    assert!(r.closes());
+    drop(held);
+    // Once the held connections close, new ones are served again.
+    let served = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut c = Client::new(srv.addr);
+        c.send(GET);
+        c.read_response(false).is_some_and(|r| r.status == 200)
+    });
+    assert!(served);
+}
+
+fn garbage_never_kills_a_worker(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        app,
+    );
+    let junk: &[&[u8]] = &[
+        b"\x00\x01\x02\r\n\r\n",
+        b"\r\n\r\n\r\n",
+        b"GET\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\n\x7f: x\r\n\r\n",
+        &[0xff; 2000],
+    ];
+    for j in junk {
+        let mut c = Client::new(srv.addr);
+        c.send(j);
+        let _ = c.read_response(false);
+    }
+    let _ = start(engine, app);
+    assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
+}
+
+engine_tests!(
+    panic_is_a_500_and_server_lives,
+    over_max_connections_gets_503,
+    garbage_never_kills_a_worker
+);

@@ -1,0 +1,130 @@
+//! Graceful shutdown: stop accepting, finish in-flight requests, close idle connections, join.
+#![cfg(feature = "server")]
+mod support;
+use std::time::{Duration, Instant};
+
+use support::{Client, Config, Engine, app, start_with};
+
+fn in_flight_finish_idle_close(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 8,
+            ..Config::default()
+        },
+        app,
+    );
+    let addr = srv.addr;
+    // Idle keep-alive connections.
+    let mut idle: Vec<Client> = (0..3).map(|_| Client::new(addr)).collect();
+    for c in &mut idle {
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+            200
+        );
+    }
+    // In-flight slow requests.
+    let inflight: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Client::new(addr);
+                let r = c.roundtrip(b"GET /sleep?ms=400 HTTP/1.1\r\nHost: t\r\n\r\n");
+                (r.status, r.closes())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    srv.shutdown(Duration::from_secs(5))
+        .expect("shutdown within its deadline");
+    let took = started.elapsed();
+    for t in inflight {
+        let (status, closes) = t.join().expect("client thread");
+        assert_eq!(status, 200, "in-flight request finished");
+        assert!(closes, "and was told the connection closes");
+    }
+    for c in &mut idle {
+        assert!(c.is_closed(), "idle connection closed");
+    }
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "no longer accepting"
+    );
+}
+
+fn shutdown_under_load(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 4,
+            ..Config::default()
+        },
+        app,
+    );
+    let addr = srv.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut ok, mut bad) = (0u32, 0u32);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && ok + bad < 100_000 {
+                    let Ok(s) = std::net::TcpStream::connect(addr) else {
+                        break;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut c = Client {
+                        reader: std::io::BufReader::new(s),
+                    };
+                    for _ in 0..20 {
+                        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+                        match c.read_response(false) {
+                            Some(r) if r.status == 200 => ok += 1,
+                            Some(_) => bad += 1,
+                            None => break,
+                        }
+                    }
+                }
+                (ok, bad)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    srv.shutdown(Duration::from_secs(5))
+        .expect("shutdown under load within its deadline");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for c in clients {
+        let (ok, bad) = c.join().expect("client");
+        assert_eq!(bad, 0, "every answer before shutdown was a 200");
+        total += ok;
+    }
+    assert!(total > 0);
+}
+
+fn shutdown_deadline_is_reported(engine: Engine) {
+    let srv = start_with(engine, Config::default(), app);
+    let addr = srv.addr;
+    let t = std::thread::spawn(move || {
+        Client::new(addr)
+            .roundtrip(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .status
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let err = srv
+        .shutdown(Duration::from_millis(200))
+        .expect_err("a handler outlives the grace period");
+    assert!(err.is_timeout());
+    assert_eq!(
+        t.join().expect("client"),
+        200,
+        "the request still completes"
+    );
+}
+
+engine_tests!(
+    in_flight_finish_idle_close,
+    shutdown_under_load,
+    shutdown_deadline_is_reported
+);

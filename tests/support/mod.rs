@@ -1,0 +1,323 @@
+//! Shared integration-test support: start a server on an ephemeral port in any engine
+//! configuration, and talk to it with raw bytes.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use twinhttp::{Body, Handler, Limits, Request, Response};
+
+/// The engine configurations every behaviour test runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// Thread-pool server, idle connections parked (the default).
+    Server,
+    /// Thread-pool server, one worker held per open connection.
+    ServerNoPark,
+}
+
+/// Defines one `#[test]` per engine configuration from one test body `fn(Engine)`.
+#[macro_export]
+macro_rules! engine_tests {
+    ($($name:ident),* $(,)?) => {
+        mod server { $( #[test] fn $name() { super::$name($crate::support::Engine::Server) } )* }
+        mod server_no_park { $( #[test] fn $name() { super::$name($crate::support::Engine::ServerNoPark) } )* }
+    };
+}
+
+/// Engine-independent settings for a test server.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub limits: Limits,
+    pub workers: usize,
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            limits: Limits::default(),
+            workers: 4,
+            max_connections: 1000,
+            header_read_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A running test server; shut down (with a deadline) when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    server: Option<twinhttp::server::Server>,
+}
+
+impl TestServer {
+    /// Graceful shutdown with `grace`; returns whether it finished in time.
+    pub fn shutdown(mut self, grace: Duration) -> Result<(), twinhttp::Error> {
+        match self.server.take() {
+            Some(s) => s.shutdown(grace),
+            None => Ok(()),
+        }
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.server.as_ref().map_or(0, |s| s.open_connections())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            let _ = s.shutdown(Duration::from_secs(5));
+        }
+    }
+}
+
+pub fn start(engine: Engine, handler: impl Handler) -> TestServer {
+    start_with(engine, Config::default(), handler)
+}
+
+pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestServer {
+    let builder = twinhttp::server::Server::builder()
+        .workers(cfg.workers)
+        .max_connections(cfg.max_connections)
+        .header_read_timeout(cfg.header_read_timeout)
+        .idle_timeout(cfg.idle_timeout)
+        .read_timeout(cfg.read_timeout)
+        .limits(cfg.limits)
+        .park_idle(engine == Engine::Server);
+    let server = builder
+        .serve("127.0.0.1:0", handler)
+        .expect("test server starts");
+    TestServer {
+        addr: server.local_addr(),
+        server: Some(server),
+    }
+}
+
+/// The test application: the demo's routes, plus a few for edge cases.
+pub fn app(req: &mut Request<'_>) -> Response {
+    let path = req.path().to_owned();
+    match path.as_str() {
+        "/" => Response::text("Hello, World!"),
+        "/echo" => match req.read_body() {
+            Ok(b) => Response::new(200).with_body(b),
+            Err(_) => Response::new(400),
+        },
+        "/len" => {
+            // Reads the body in small pieces and answers with its length.
+            let mut n = 0usize;
+            let mut buf = [0u8; 7];
+            loop {
+                match req.body().read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(_) => return Response::new(400),
+                }
+            }
+            Response::text(n.to_string())
+        }
+        "/ignore-body" => Response::text("ignored"),
+        "/stream" => Response::text(Body::chunks(
+            (1..=3).map(|i| format!("part{i};").into_bytes()),
+        )),
+        "/reader" => Response::new(200).with_body(Body::reader(std::io::Cursor::new(
+            b"from a reader".to_vec(),
+        ))),
+        "/sized" => Response::new(200).with_body(Body::sized_reader(
+            std::io::Cursor::new(b"0123456789".to_vec()),
+            10,
+        )),
+        "/short" => Response::new(200).with_body(Body::sized_reader(
+            std::io::Cursor::new(b"0123".to_vec()),
+            10,
+        )),
+        "/close" => Response::text("bye").with_header("Connection", "close"),
+        "/panic" => panic!("handler panic on purpose"),
+        "/sleep" => {
+            let ms = req
+                .query()
+                .and_then(|q| q.strip_prefix("ms="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100);
+            std::thread::sleep(Duration::from_millis(ms));
+            Response::text("slept")
+        }
+        p if p.starts_with("/status/") => Response::new(p[8..].parse().unwrap_or(400)),
+        "/method" => Response::text(req.method().to_owned()),
+        _ => Response::new(404),
+    }
+}
+
+/// A client socket with a read timeout, so a broken server fails a test instead of hanging it.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.set_nodelay(true).expect("nodelay");
+    s
+}
+
+pub fn send(s: &mut TcpStream, bytes: &[u8]) {
+    s.write_all(bytes).expect("send");
+}
+
+/// A response as read off the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+}
+
+/// A reader of responses on one connection (keeps bytes read past a response for the next).
+pub struct Client {
+    pub reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    pub fn new(addr: SocketAddr) -> Client {
+        Client {
+            reader: BufReader::new(connect(addr)),
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).expect("send");
+    }
+
+    /// Sends `bytes` and reads one response (to a request that is not HEAD).
+    pub fn roundtrip(&mut self, bytes: &[u8]) -> Raw {
+        self.send(bytes);
+        self.response()
+    }
+
+    pub fn response(&mut self) -> Raw {
+        self.read_response(false).expect("a response")
+    }
+
+    /// Reads one response; `head_request` means no body follows whatever the framing says.
+    pub fn read_response(&mut self, head_request: bool) -> Option<Raw> {
+        let mut head = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            let n = self.reader.read_until(b'\n', &mut line).ok()?;
+            if n == 0 {
+                return None;
+            }
+            head.extend_from_slice(&line);
+            if line == b"\r\n" {
+                break;
+            }
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut r = httparse::Response::new(&mut headers);
+        r.parse(&head).ok()?;
+        let status = r.code?;
+        let headers: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_owned(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect();
+        let mut raw = Raw {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if head_request || status < 200 || status == 204 || status == 304 {
+            return Some(raw);
+        }
+        if let Some(len) = raw.header("content-length") {
+            let len: usize = len.parse().ok()?;
+            raw.body = vec![0; len];
+            self.reader.read_exact(&mut raw.body).ok()?;
+        } else if raw.header("transfer-encoding").is_some() {
+            loop {
+                let mut line = String::new();
+                self.reader.read_line(&mut line).ok()?;
+                let size = usize::from_str_radix(line.trim_end().split(';').next()?, 16).ok()?;
+                if size == 0 {
+                    let mut end = String::new();
+                    self.reader.read_line(&mut end).ok()?;
+                    break;
+                }
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk).ok()?;
+                raw.body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            self.reader.read_to_end(&mut raw.body).ok()?;
+        }
+        Some(raw)
+    }
+
+    /// True when the server closed the connection (EOF or reset) within the read timeout;
+    /// false when bytes arrive or the timeout passes with the connection open.
+    pub fn is_closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        match self.reader.read(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    }
+
+    /// Sets the read timeout (for checks that the server keeps a connection open).
+    pub fn read_timeout(&mut self, t: Duration) {
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(t))
+            .expect("timeout");
+    }
+}
+
+/// Sends raw bytes on a fresh connection and reads one response.
+pub fn probe(addr: SocketAddr, bytes: &[u8]) -> (Raw, Client) {
+    let mut c = Client::new(addr);
+    let r = c.roundtrip(bytes);
+    (r, c)
+}
+
+/// Threads of this process, from /proc.
+pub fn thread_count() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("Threads:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+        })
+        .unwrap_or(0)
+}

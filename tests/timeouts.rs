@@ -1,0 +1,97 @@
+//! Deadlines: a slow-trickled head gets 408 and a close (Slowloris); an idle keep-alive
+//! connection is closed after the idle timeout; a silent new connection is dropped.
+#![cfg(feature = "server")]
+mod support;
+use std::time::{Duration, Instant};
+
+use support::{Client, Config, Engine, app, start_with};
+
+fn cfg() -> Config {
+    Config {
+        header_read_timeout: Duration::from_millis(400),
+        idle_timeout: Duration::from_millis(400),
+        ..Config::default()
+    }
+}
+
+fn trickled_head_gets_408(engine: Engine) {
+    let srv = start_with(engine, cfg(), app);
+    let mut c = Client::new(srv.addr);
+    let started = Instant::now();
+    // One byte every 50 ms: each read succeeds, but the whole head never arrives in time.
+    let head = b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let writer = {
+        let mut s = c.reader.get_ref().try_clone().expect("clone");
+        std::thread::spawn(move || {
+            for b in head {
+                if std::io::Write::write_all(&mut s, &[*b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let r = c.response();
+    assert_eq!(r.status, 408);
+    assert!(r.closes());
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "408 after {took:?}");
+    let _ = writer.join();
+}
+
+fn idle_keep_alive_is_closed(engine: Engine) {
+    let srv = start_with(engine, cfg(), app);
+    let mut c = Client::new(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let started = Instant::now();
+    assert!(c.is_closed(), "closed by the server");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+        "closed after {took:?}"
+    );
+}
+
+fn silent_connection_is_dropped(engine: Engine) {
+    let srv = start_with(engine, cfg(), app);
+    let mut c = Client::new(srv.addr);
+    assert!(
+        c.is_closed(),
+        "a connection that never sends is closed at the header deadline"
+    );
+    // The server still serves.
+    assert_eq!(
+        Client::new(srv.addr)
+            .roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .status,
+        200
+    );
+}
+
+fn slow_body_times_out_without_killing_server(engine: Engine) {
+    let mut cfg = cfg();
+    cfg.read_timeout = Duration::from_millis(300);
+    let srv = start_with(engine, cfg, app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\npartial");
+    assert!(
+        c.read_response(false).is_none_or(|r| r.status >= 400),
+        "no success for a stalled body"
+    );
+    assert_eq!(
+        Client::new(srv.addr)
+            .roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .status,
+        200
+    );
+}
+
+engine_tests!(
+    trickled_head_gets_408,
+    idle_keep_alive_is_closed,
+    silent_connection_is_dropped,
+    slow_body_times_out_without_killing_server,
+);
