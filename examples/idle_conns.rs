@@ -33,11 +33,17 @@ fn main() {
     let exe = std::env::current_exe().expect("own path");
     let hello = exe.parent().expect("examples dir").join("hello");
     if !hello.exists() {
-        eprintln!("build the server first: cargo build --release --example hello --features server");
+        eprintln!(
+            "build the server first: cargo build --release --example hello --features server"
+        );
         std::process::exit(2);
     }
     let mut server = Server::start(&hello, &extra);
-    let label = if extra.is_empty() { "hello (defaults)".to_owned() } else { format!("hello {}", extra.join(" ")) };
+    let label = if extra.is_empty() {
+        "hello (defaults)".to_owned()
+    } else {
+        format!("hello {}", extra.join(" "))
+    };
 
     let mut warm = connect(server.addr);
     request(&mut warm).expect("warm-up request");
@@ -60,10 +66,17 @@ fn main() {
     let (threads1, rss1) = server.status();
     // Still open and served? One more request on a sample of the held connections.
     let sample = held.len().min(100);
-    let alive = held.iter_mut().take(sample).map(request).filter(Result::is_ok).count();
+    let alive = held
+        .iter_mut()
+        .take(sample)
+        .map(request)
+        .filter(Result::is_ok)
+        .count();
 
     let per_conn = (rss1 as f64 - rss0 as f64) / held.len().max(1) as f64;
-    println!("| server | connections held | failed | threads before → after | RSS before → after (KiB) | KiB per idle connection | sample re-served |");
+    println!(
+        "| server | connections held | failed | threads before → after | RSS before → after (KiB) | KiB per idle connection | sample re-served |"
+    );
     println!("|---|---|---|---|---|---|---|");
     println!(
         "| {label} | {} | {failed} | {threads0} → {threads1} | {rss0} → {rss1} | {per_conn:.2} | {alive}/{sample} |",
@@ -88,7 +101,9 @@ impl Server {
             .spawn()
             .expect("spawn hello");
         let mut line = String::new();
-        BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("address line");
+        BufReader::new(child.stderr.take().expect("stderr"))
+            .read_line(&mut line)
+            .expect("address line");
         let addr = line
             .split("http://")
             .nth(1)
@@ -100,7 +115,8 @@ impl Server {
 
     /// (threads, VmRSS KiB) of the server process.
     fn status(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()
@@ -120,7 +136,8 @@ impl Server {
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     s
 }
 

@@ -1,7 +1,7 @@
 //! A panicking handler costs one 500, not the server; over max connections new ones get 503.
 #![cfg(feature = "server")]
 mod support;
-use support::{Client, Config, Engine, app, start, start_with};
+use support::{Client, Config, Engine, app, start_with};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
@@ -56,8 +56,7 @@ fn over_max_connections_gets_503(engine: Engine) {
     let served = (0..100).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut c = Client::new(srv.addr);
-        c.send(GET);
-        c.read_response(false).is_some_and(|r| r.status == 200)
+        c.try_send(GET) && c.read_response(false).is_some_and(|r| r.status == 200)
     });
     assert!(served);
 }
@@ -80,10 +79,10 @@ fn garbage_never_kills_a_worker(engine: Engine) {
     ];
     for j in junk {
         let mut c = Client::new(srv.addr);
-        c.send(j);
-        let _ = c.read_response(false);
+        if c.try_send(j) {
+            let _ = c.read_response(false);
+        }
     }
-    let _ = start(engine, app);
     assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
 }
 

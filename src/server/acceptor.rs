@@ -2,7 +2,7 @@
 //! worker queue. It survives descriptor exhaustion (back off, keep serving) and refuses
 //! connections over the limit with a 503.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -72,9 +72,9 @@ impl Acceptor {
             }
             loop {
                 match self.listener.get().accept() {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
                         backoff = BACKOFF_MIN;
-                        self.admit(stream);
+                        self.admit(stream, peer);
                     }
                     Err(e) => match classify_accept_error(&e) {
                         AcceptError::Drained => break,
@@ -98,7 +98,7 @@ impl Acceptor {
         }
     }
 
-    fn admit(&self, stream: TcpStream) {
+    fn admit(&self, stream: TcpStream, peer: SocketAddr) {
         if prepare(&stream).is_err() {
             return;
         }
@@ -108,7 +108,7 @@ impl Acceptor {
             refuse(stream);
             return;
         }
-        let job = Job::new(stream, guard, Instant::now());
+        let job = Job::new(stream, peer, guard, Instant::now());
         // Blocks while the queue is full: backpressure into the kernel's accept backlog.
         drop(self.queue.send(job));
     }

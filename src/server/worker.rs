@@ -19,7 +19,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
-use crate::net::io::{self, flush, linger_close, read_now};
+use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
 use crate::{Handler, Request, Response};
 
@@ -82,9 +82,9 @@ impl Connection {
 pub(crate) struct Job(Connection);
 
 impl Job {
-    pub(crate) fn new(stream: TcpStream, open: OpenGuard, since: Instant) -> Job {
+    pub(crate) fn new(stream: TcpStream, peer: SocketAddr, open: OpenGuard, since: Instant) -> Job {
         Job(Connection {
-            peer: stream.peer_addr().ok(),
+            peer: Some(peer),
             socket: Socket::Plain(stream),
             since,
             _open: open,
@@ -221,37 +221,26 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             flush(stream, &mut s.write, cfg.write_timeout).ok()?;
         }
 
-        // 4. The next request: already buffered (pipelined), already arrived, or wait for it.
+        // 4. The next request: already buffered (pipelined), or wait for it. No speculative
+        // read first: for a client that waits for each response it would only return EAGAIN,
+        // and arming the poller reports bytes that are already there at once.
         if s.read.is_empty() {
             flush(stream, &mut s.write, cfg.write_timeout).ok()?;
-            match read_now(stream, s.read.spare(cfg.limits.max_head_bytes)) {
-                Ok(Some(0)) | Err(_) => return None,
-                Ok(Some(n)) => s.read.filled_by(n),
-                Ok(None) => {
-                    if shutting_down.load(Ordering::Acquire) {
-                        return None;
-                    }
-                    let linger = cfg.park_linger;
-                    let waited = if shared.parker.is_none() {
-                        io::wait(
-                            stream,
-                            false,
-                            Instant::now() + cfg.idle_timeout,
-                            Some(shutting_down),
-                        )
-                    } else if linger > Duration::ZERO {
-                        io::wait(stream, false, Instant::now() + linger, Some(shutting_down))
-                    } else {
-                        Err(io::Interrupt::TimedOut)
-                    };
-                    match waited {
-                        Ok(()) => {}
-                        Err(io::Interrupt::TimedOut) if shared.parker.is_some() => {
-                            return Some(conn);
-                        }
-                        Err(_) => return None,
-                    }
+            if shutting_down.load(Ordering::Acquire) {
+                return None;
+            }
+            let now = Instant::now();
+            let waited = match (&shared.parker, cfg.park_linger) {
+                (None, _) => io::wait(stream, false, now + cfg.idle_timeout, Some(shutting_down)),
+                (Some(_), linger) if linger > Duration::ZERO => {
+                    io::wait(stream, false, now + linger, Some(shutting_down))
                 }
+                (Some(_), _) => return Some(conn),
+            };
+            match waited {
+                Ok(()) => {}
+                Err(io::Interrupt::TimedOut) if shared.parker.is_some() => return Some(conn),
+                Err(_) => return None,
             }
         }
         head_deadline = Instant::now() + cfg.header_read_timeout;

@@ -209,6 +209,11 @@ impl Client {
         self.reader.get_mut().write_all(bytes).expect("send");
     }
 
+    /// Sends `bytes`; false when the server has closed the connection (for load loops).
+    pub fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.reader.get_mut().write_all(bytes).is_ok()
+    }
+
     /// Sends `bytes` and reads one response (to a request that is not HEAD).
     pub fn roundtrip(&mut self, bytes: &[u8]) -> Raw {
         self.send(bytes);
