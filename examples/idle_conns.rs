@@ -38,7 +38,7 @@ fn main() {
         );
         std::process::exit(2);
     }
-    let mut server = Server::start(&hello, &extra);
+    let server = Server::start(&hello, &extra);
     let label = if extra.is_empty() {
         "hello (defaults)".to_owned()
     } else {
