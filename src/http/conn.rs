@@ -118,8 +118,14 @@ impl Conn {
         closing: bool,
         out: &mut Vec<u8>,
     ) -> Encoder {
-        let status = resp.status();
-        let bodyless = status < 200 || status == 204 || status == 304;
+        // A 1xx is interim and cannot end an exchange (upgrades have their own path): a handler
+        // returning one gets a 500 rather than a response the client would misframe.
+        let status = if resp.status() < 200 {
+            500
+        } else {
+            resp.status()
+        };
+        let bodyless = status == 204 || status == 304;
         let len = resp.body().len();
         let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
         let encoder = match (bodyless, len) {

@@ -29,7 +29,9 @@ pub struct Response {
 }
 
 impl Response {
-    /// An empty response with this status. Codes outside 100–999 are sent as 500.
+    /// An empty response with this status. Codes outside 100–999 are sent as 500, and so are
+    /// 1xx codes: they are interim responses the server sends itself (`100 Continue`), never a
+    /// handler's final answer.
     pub fn new(status: u16) -> Response {
         Response {
             status: if (100..1000).contains(&status) {
