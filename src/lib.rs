@@ -35,19 +35,19 @@
 
 #[doc(hidden)]
 pub mod bench;
+mod engine;
 mod error;
 mod handler;
-// Until the reactor engine lands, the parts only an engine uses are dead without `server`.
-#[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod http;
 mod limits;
-#[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod net;
+pub mod reactor;
 
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
 
+pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::Handler;
 pub use http::request::{Request, RequestBody, Version};

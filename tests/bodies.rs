@@ -106,6 +106,19 @@ fn unread_large_body_closes(engine: Engine) {
     c.send(
         format!("POST /ignore-body HTTP/1.1\r\nHost: t\r\nContent-Length: {n}\r\n\r\n").as_bytes(),
     );
+    if engine.is_reactor() {
+        // The reactor reads a whole body before its handler runs: nothing is left unread, so
+        // the connection stays in sync and open.
+        c.send(&vec![b'b'; n]);
+        let r = c.response();
+        assert_eq!(r.status, 200);
+        assert!(!r.closes());
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+            200
+        );
+        return;
+    }
     let r = c.response();
     assert_eq!(r.status, 200);
     assert!(

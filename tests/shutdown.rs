@@ -23,8 +23,22 @@ fn in_flight_finish_idle_close(engine: Engine) {
             200
         );
     }
-    // In-flight slow requests.
-    let inflight: Vec<_> = (0..4)
+    // In flight on every engine: a request whose body is still arriving.
+    let arriving = std::thread::spawn(move || {
+        let mut c = Client::new(addr);
+        c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234");
+        std::thread::sleep(Duration::from_millis(400));
+        c.send(b"56789");
+        let r = c.response();
+        (r.status, r.closes(), r.text())
+    });
+    // In flight where handlers may block (not inline dispatch): slow handlers.
+    let slow = if engine == Engine::ReactorInline {
+        0
+    } else {
+        4
+    };
+    let inflight: Vec<_> = (0..slow)
         .map(|_| {
             std::thread::spawn(move || {
                 let mut c = Client::new(addr);
@@ -33,7 +47,7 @@ fn in_flight_finish_idle_close(engine: Engine) {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(150));
     let started = Instant::now();
     srv.shutdown(Duration::from_secs(5))
         .expect("shutdown within its deadline");
@@ -43,6 +57,13 @@ fn in_flight_finish_idle_close(engine: Engine) {
         assert_eq!(status, 200, "in-flight request finished");
         assert!(closes, "and was told the connection closes");
     }
+    let (status, closes, text) = arriving.join().expect("client thread");
+    assert_eq!(
+        (status, text.as_str()),
+        (200, "0123456789"),
+        "request still arriving was finished"
+    );
+    assert!(closes);
     for c in &mut idle {
         assert!(c.is_closed(), "idle connection closed");
     }

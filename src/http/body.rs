@@ -263,6 +263,7 @@ impl<'a, S: Source> BodyReader<'a, S> {
 
     /// Reads and discards what is left of the body, up to `limit` bytes; true when the body
     /// ended (the connection is in sync), false when it must be closed.
+    #[cfg(feature = "server")]
     pub(crate) fn drain(&mut self, limit: u64) -> bool {
         if self.expect_continue {
             // The client may still be waiting for 100 Continue before sending: we cannot know

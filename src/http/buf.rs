@@ -1,7 +1,7 @@
 //! The read buffer engines lend to a connection while it is being served.
 
 /// A byte buffer with a filled window `[start, end)`, compacted instead of shifted per consume.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ReadBuf {
     buf: Vec<u8>,
     start: usize,
@@ -10,6 +10,12 @@ pub(crate) struct ReadBuf {
 
 /// Bytes a read buffer starts with; it grows (up to the caller's cap) only when a head needs it.
 pub(crate) const INITIAL_READ_BUF: usize = 8 * 1024;
+
+impl Default for ReadBuf {
+    fn default() -> Self {
+        ReadBuf::new()
+    }
+}
 
 impl ReadBuf {
     pub(crate) fn new() -> Self {

@@ -1,6 +1,8 @@
 //! Blocking-style I/O with deadlines over non-blocking sockets: try the syscall, and on
 //! `WouldBlock` wait in `poll(2)` until the socket is ready or the deadline passes. Exact
-//! deadlines, no `setsockopt` per read.
+//! deadlines, no `setsockopt` per read. The blocking engine's I/O; the reactor only uses
+//! [`read_now`].
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -13,6 +13,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 const BACKLOG: i32 = 1024;
 
 /// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works.
+#[cfg(feature = "server")]
 pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
     let mut last = None;
     for addr in addr.to_socket_addrs()? {
@@ -24,9 +25,40 @@ pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
 }
 
+#[cfg(feature = "server")]
 fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    bind_with(addr, false)
+}
+
+/// Binds `n` listeners on one address with `SO_REUSEPORT`, so the kernel spreads new
+/// connections across them (one per event loop). Port 0 picks a port for all of them.
+pub(crate) fn bind_reuse_port(
+    addr: impl ToSocketAddrs,
+    n: usize,
+) -> std::io::Result<Vec<TcpListener>> {
+    let mut last = None;
+    for addr in addr.to_socket_addrs()? {
+        match bind_with(addr, true) {
+            Ok(first) => {
+                let actual = first.local_addr()?;
+                let mut all = vec![first];
+                for _ in 1..n.max(1) {
+                    all.push(bind_with(actual, true)?);
+                }
+                return Ok(all);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
+}
+
+fn bind_with(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
@@ -65,4 +97,17 @@ pub(crate) fn classify_accept_error(e: &std::io::Error) -> AcceptError {
         ) => AcceptError::Exhausted,
         _ => AcceptError::Transient,
     }
+}
+
+/// The answer for a connection over the open-connection limit.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 19\r\nConnection: close\r\nRetry-After: 1\r\n\r\nService Unavailable";
+
+/// Answers 503 without waiting (the socket is fresh, so the small write fits its buffer) and
+/// shuts the write side. What the client already sent is read first so that closing does not
+/// turn into a reset that would discard the answer.
+pub(crate) fn refuse(stream: &TcpStream) {
+    let mut scratch = [0u8; 4096];
+    let _ = io::read_now(stream, &mut scratch);
+    let _ = std::io::Write::write(&mut &*stream, BUSY);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
 }

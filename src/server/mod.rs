@@ -26,11 +26,11 @@ mod worker;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::thread;
+use std::time::Duration;
 
-use crate::{Error, ErrorKind, Handler, Limits};
+use crate::engine::{Control, Running, spawn};
+use crate::{Error, Handler, Limits, ShutdownHandle};
 
 /// Settings for a [`Server`]; every setter documents its default.
 #[derive(Clone, Debug)]
@@ -159,7 +159,10 @@ impl Builder {
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::default());
         let parker = if self.park_idle {
-            Some(Arc::new(park::Parker::new(self.idle_timeout)?))
+            Some(Arc::new(park::Parker::new(
+                self.idle_timeout,
+                control.clone(),
+            )?))
         } else {
             None
         };
@@ -185,38 +188,15 @@ impl Builder {
                 worker::run(&shared, &rx)
             })?);
         }
-        Ok(Server {
-            local_addr,
-            handle: ShutdownHandle {
-                control,
-                waker,
-                parker,
-            },
-            threads,
-        })
+        let mut wakers = vec![waker];
+        wakers.extend(parker.map(|p| p.waker()));
+        Ok(Server(Running::new(local_addr, control, wakers, threads)))
     }
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, Error> {
-    Ok(thread::Builder::new().name(name.to_owned()).spawn(f)?)
-}
-
-/// State shared by every thread of one server.
-#[derive(Debug, Default)]
-pub(crate) struct Control {
-    /// Set once when shutdown begins.
-    pub(crate) shutting_down: AtomicBool,
-    /// Open connections (accepted and not yet closed).
-    pub(crate) open: AtomicUsize,
 }
 
 /// A running thread-pool server.
 #[derive(Debug)]
-pub struct Server {
-    local_addr: SocketAddr,
-    handle: ShutdownHandle,
-    threads: Vec<JoinHandle<()>>,
-}
+pub struct Server(Running);
 
 impl Server {
     /// The server's settings, to change before [`Builder::serve`].
@@ -226,25 +206,23 @@ impl Server {
 
     /// The address the server listens on (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.0.local_addr
     }
 
     /// A handle that can start a shutdown from any thread.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        self.handle.clone()
+        self.0.handle.clone()
     }
 
     /// Open connections right now, parked ones included.
     pub fn open_connections(&self) -> usize {
-        self.handle.control.open.load(Ordering::Relaxed)
+        self.0.open_connections()
     }
 
     /// Blocks until the server is shut down through a [`ShutdownHandle`], then joins its
     /// threads (waiting for in-flight requests).
     pub fn wait(self) {
-        for t in self.threads {
-            let _ = t.join();
-        }
+        self.0.wait()
     }
 
     /// Graceful shutdown: stops accepting, closes idle connections, lets in-flight requests
@@ -252,40 +230,9 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::ShutdownTimedOut`] when threads are still busy after `grace`; they are left
-    /// to finish on their own.
+    /// [`crate::ErrorKind::ShutdownTimedOut`] when threads are still busy after `grace`; they are
+    /// left to finish on their own.
     pub fn shutdown(self, grace: Duration) -> Result<(), Error> {
-        self.handle.shutdown();
-        let deadline = Instant::now() + grace;
-        while self.threads.iter().any(|t| !t.is_finished()) {
-            if Instant::now() >= deadline {
-                return Err(Error::new(ErrorKind::ShutdownTimedOut));
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
-        for t in self.threads {
-            let _ = t.join();
-        }
-        Ok(())
-    }
-}
-
-/// Starts a server's graceful shutdown from any thread; [`Server::wait`] or
-/// [`Server::shutdown`] then returns once its threads are done.
-#[derive(Clone, Debug)]
-pub struct ShutdownHandle {
-    control: Arc<Control>,
-    waker: Arc<polling::Poller>,
-    parker: Option<Arc<park::Parker>>,
-}
-
-impl ShutdownHandle {
-    /// Begins the shutdown; returns at once.
-    pub fn shutdown(&self) {
-        self.control.shutting_down.store(true, Ordering::Release);
-        let _ = self.waker.notify();
-        if let Some(p) = &self.parker {
-            p.close();
-        }
+        self.0.shutdown(grace)
     }
 }

@@ -11,6 +11,7 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::worker::{Connection, Job};
+use crate::engine::{Control, wait_events};
 
 /// Parked connections and their idle deadlines, always changed together under one lock.
 #[derive(Default)]
@@ -35,6 +36,7 @@ pub(crate) struct Parker {
     poller: Arc<Poller>,
     idle_timeout: Duration,
     parked: Mutex<Parked>,
+    control: Arc<Control>,
 }
 
 impl std::fmt::Debug for Parker {
@@ -46,12 +48,18 @@ impl std::fmt::Debug for Parker {
 }
 
 impl Parker {
-    pub(crate) fn new(idle_timeout: Duration) -> std::io::Result<Self> {
+    pub(crate) fn new(idle_timeout: Duration, control: Arc<Control>) -> std::io::Result<Self> {
         Ok(Parker {
             poller: Arc::new(Poller::new()?),
             idle_timeout,
             parked: Mutex::new(Parked::default()),
+            control,
         })
+    }
+
+    /// The poller to notify so the parker thread sees a shutdown.
+    pub(crate) fn waker(&self) -> Arc<Poller> {
+        self.poller.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Parked> {
@@ -62,7 +70,7 @@ impl Parker {
 
     /// Parks `conn` until it is readable or idle too long. The socket is registered (once per
     /// connection) or re-armed: one `epoll_ctl` per park, no wake-up of the parker thread.
-    /// Returns the connection when parking is closed (shutdown); the caller closes it.
+    /// Returns the connection when parking has ended (shutdown); the caller closes it.
     pub(crate) fn park(&self, conn: Connection) -> Result<(), Connection> {
         let mut parked = self.lock();
         if parked.closed {
@@ -92,14 +100,6 @@ impl Parker {
         Ok(())
     }
 
-    /// Stops parking: parked connections are closed and the parker thread ends.
-    pub(crate) fn close(&self) {
-        let mut parked = self.lock();
-        parked.closed = true;
-        drop(parked);
-        let _ = self.poller.notify();
-    }
-
     /// The parker thread: hands readable connections to the workers, closes expired ones.
     pub(crate) fn run(&self, queue: &Sender<Job>) {
         let mut events = Events::new();
@@ -110,17 +110,14 @@ impl Parker {
                 .deadlines
                 .first()
                 .map(|&(d, _, _)| d.saturating_duration_since(Instant::now()));
-            events.clear();
-            if let Err(e) = self.poller.wait(&mut events, timeout) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    log::error!("parker poll failed: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
+            wait_events(&self.poller, &mut events, timeout, "parker");
             let now = Instant::now();
             {
                 let mut parked = self.lock();
-                if parked.closed {
+                if self.control.is_shutting_down() {
+                    // Shutdown: parked connections are idle, so they close; later parks are
+                    // refused and their connections closed by the worker.
+                    parked.closed = true;
                     let Parked {
                         slots, deadlines, ..
                     } = &mut *parked;

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use polling::{Event, Poller};
 
-use super::acceptor::OpenGuard;
+use super::Builder;
 use super::park::Parker;
-use super::{Builder, Control};
+use crate::engine::{Control, OpenGuard};
 use crate::http::body::{BodyEnd, BodyReader, Source};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{CONTINUE, Conn, Encoder, State};

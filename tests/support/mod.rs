@@ -15,6 +15,16 @@ pub enum Engine {
     Server,
     /// Thread-pool server, one worker held per open connection.
     ServerNoPark,
+    /// Reactor, handlers on the event loops.
+    ReactorInline,
+    /// Reactor, handlers on a worker pool.
+    ReactorPool,
+}
+
+impl Engine {
+    pub fn is_reactor(self) -> bool {
+        matches!(self, Engine::ReactorInline | Engine::ReactorPool)
+    }
 }
 
 /// Defines one `#[test]` per engine configuration from one test body `fn(Engine)`.
@@ -23,6 +33,8 @@ macro_rules! engine_tests {
     ($($name:ident),* $(,)?) => {
         mod server { $( #[test] fn $name() { super::$name($crate::support::Engine::Server) } )* }
         mod server_no_park { $( #[test] fn $name() { super::$name($crate::support::Engine::ServerNoPark) } )* }
+        mod reactor_inline { $( #[test] fn $name() { super::$name($crate::support::Engine::ReactorInline) } )* }
+        mod reactor_pool { $( #[test] fn $name() { super::$name($crate::support::Engine::ReactorPool) } )* }
     };
 }
 
@@ -50,30 +62,43 @@ impl Default for Config {
     }
 }
 
+enum Running {
+    Server(twinhttp::server::Server),
+    Reactor(twinhttp::reactor::Reactor),
+}
+
 /// A running test server; shut down (with a deadline) when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
-    server: Option<twinhttp::server::Server>,
+    running: Option<Running>,
 }
 
 impl TestServer {
     /// Graceful shutdown with `grace`; returns whether it finished in time.
     pub fn shutdown(mut self, grace: Duration) -> Result<(), twinhttp::Error> {
-        match self.server.take() {
-            Some(s) => s.shutdown(grace),
+        match self.running.take() {
+            Some(Running::Server(s)) => s.shutdown(grace),
+            Some(Running::Reactor(r)) => r.shutdown(grace),
             None => Ok(()),
         }
     }
 
     pub fn open_connections(&self) -> usize {
-        self.server.as_ref().map_or(0, |s| s.open_connections())
+        match &self.running {
+            Some(Running::Server(s)) => s.open_connections(),
+            Some(Running::Reactor(r)) => r.open_connections(),
+            None => 0,
+        }
     }
 }
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            let _ = s.shutdown(Duration::from_secs(5));
+        if let Some(r) = self.running.take() {
+            let _ = match r {
+                Running::Server(s) => s.shutdown(Duration::from_secs(5)),
+                Running::Reactor(r) => r.shutdown(Duration::from_secs(5)),
+            };
         }
     }
 }
@@ -83,20 +108,42 @@ pub fn start(engine: Engine, handler: impl Handler) -> TestServer {
 }
 
 pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestServer {
-    let builder = twinhttp::server::Server::builder()
-        .workers(cfg.workers)
-        .max_connections(cfg.max_connections)
-        .header_read_timeout(cfg.header_read_timeout)
-        .idle_timeout(cfg.idle_timeout)
-        .read_timeout(cfg.read_timeout)
-        .limits(cfg.limits)
-        .park_idle(engine == Engine::Server);
-    let server = builder
-        .serve("127.0.0.1:0", handler)
-        .expect("test server starts");
+    let running = match engine {
+        Engine::Server | Engine::ServerNoPark => Running::Server(
+            twinhttp::server::Server::builder()
+                .workers(cfg.workers)
+                .max_connections(cfg.max_connections)
+                .header_read_timeout(cfg.header_read_timeout)
+                .idle_timeout(cfg.idle_timeout)
+                .read_timeout(cfg.read_timeout)
+                .limits(cfg.limits)
+                .park_idle(engine == Engine::Server)
+                .serve("127.0.0.1:0", handler)
+                .expect("server starts"),
+        ),
+        Engine::ReactorInline | Engine::ReactorPool => Running::Reactor(
+            twinhttp::reactor::Reactor::builder()
+                .loops(2)
+                .dispatch(match engine {
+                    Engine::ReactorPool => twinhttp::reactor::Dispatch::Pool(cfg.workers),
+                    _ => twinhttp::reactor::Dispatch::Inline,
+                })
+                .max_connections(cfg.max_connections)
+                .header_read_timeout(cfg.header_read_timeout)
+                .idle_timeout(cfg.idle_timeout)
+                .read_timeout(cfg.read_timeout)
+                .limits(cfg.limits)
+                .serve("127.0.0.1:0", handler)
+                .expect("reactor starts"),
+        ),
+    };
+    let addr = match &running {
+        Running::Server(s) => s.local_addr(),
+        Running::Reactor(r) => r.local_addr(),
+    };
     TestServer {
-        addr: server.local_addr(),
-        server: Some(server),
+        addr,
+        running: Some(running),
     }
 }
 

@@ -1,0 +1,146 @@
+//! Plumbing both engines share: the shutdown flag, the open-connection count, and joining
+//! threads against a deadline.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use polling::{Events, Poller};
+
+use crate::{Error, ErrorKind};
+
+/// State shared by every thread of one running engine.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    /// Set once when shutdown begins.
+    pub(crate) shutting_down: AtomicBool,
+    /// Open connections (accepted and not yet closed).
+    pub(crate) open: AtomicUsize,
+}
+
+impl Control {
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// Counts a new connection; `None` (and nothing counted) when `max` are already open.
+    pub(crate) fn admit(self: &Arc<Self>, max: usize) -> Option<OpenGuard> {
+        let open = self.open.fetch_add(1, Ordering::AcqRel);
+        let guard = OpenGuard(self.clone());
+        (open < max).then_some(guard)
+    }
+
+    pub(crate) fn open_connections(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts a connection as open for as long as it lives.
+#[derive(Debug)]
+pub(crate) struct OpenGuard(Arc<Control>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Spawns a named thread.
+pub(crate) fn spawn(
+    name: &str,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, Error> {
+    Ok(thread::Builder::new().name(name.to_owned()).spawn(f)?)
+}
+
+/// Joins `threads`, giving up after `grace` ([`ErrorKind::ShutdownTimedOut`]; the rest are left
+/// to finish on their own).
+pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + grace;
+    while threads.iter().any(|t| !t.is_finished()) {
+        if Instant::now() >= deadline {
+            return Err(Error::new(ErrorKind::ShutdownTimedOut));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+/// What a started engine is, whichever it is: its address, its threads, how to stop it.
+#[derive(Debug)]
+pub(crate) struct Running {
+    pub(crate) local_addr: SocketAddr,
+    pub(crate) handle: ShutdownHandle,
+    pub(crate) threads: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    pub(crate) fn new(
+        local_addr: SocketAddr,
+        control: Arc<Control>,
+        wakers: Vec<Arc<Poller>>,
+        threads: Vec<JoinHandle<()>>,
+    ) -> Self {
+        Running {
+            local_addr,
+            handle: ShutdownHandle { control, wakers },
+            threads,
+        }
+    }
+
+    pub(crate) fn wait(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+
+    pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
+        self.handle.shutdown();
+        join_within(self.threads, grace)
+    }
+
+    pub(crate) fn open_connections(&self) -> usize {
+        self.handle.control.open_connections()
+    }
+}
+
+/// Starts an engine's graceful shutdown from any thread; `wait` or `shutdown` on the engine then
+/// returns once its threads are done. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle {
+    control: Arc<Control>,
+    /// Pollers of the engine's threads that sleep in `wait`: notified so they see the flag.
+    wakers: Vec<Arc<Poller>>,
+}
+
+impl ShutdownHandle {
+    /// Begins the shutdown; returns at once.
+    pub fn shutdown(&self) {
+        self.control.shutting_down.store(true, Ordering::Release);
+        for w in &self.wakers {
+            let _ = w.notify();
+        }
+    }
+}
+
+/// One wait on a poller: interruptions are not errors; a real failure is logged and backed off
+/// so a broken poller cannot spin a core.
+pub(crate) fn wait_events(
+    poller: &Poller,
+    events: &mut Events,
+    timeout: Option<Duration>,
+    who: &str,
+) {
+    events.clear();
+    if let Err(e) = poller.wait(events, timeout) {
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            log::error!("{who}: poll failed: {e}");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

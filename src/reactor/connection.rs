@@ -1,0 +1,562 @@
+//! One connection on an event loop: a non-blocking driver of the shared `http::Conn`.
+//!
+//! A request's body is read into memory (bounded by `Limits::max_body_bytes`) before the handler
+//! runs, because an inline handler must never wait on the socket. Output always goes first: while
+//! it cannot drain, the connection reads nothing more (backpressure).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use super::Config;
+use super::pool::{Job, PoolSender};
+use crate::engine::OpenGuard;
+use crate::http::body::Decoder;
+use crate::http::buf::ReadBuf;
+use crate::http::conn::{CONTINUE, Conn, Encoder, State};
+use crate::http::request::RequestHead;
+use crate::http::response::BodyKind;
+use crate::net::sys::Registered;
+use crate::{Handler, Request, Response};
+
+/// Requests answered per wake-up before other connections get their turn.
+const REQUEST_BUDGET: u32 = 16;
+/// Bytes of a streamed response body produced per step.
+const STREAM_PIECE: usize = 16 * 1024;
+
+/// Buffers and heads lent to connections while bytes flow, taken back when they go idle.
+#[derive(Default)]
+pub(crate) struct Pools {
+    reads: Vec<ReadBuf>,
+    writes: Vec<Vec<u8>>,
+    // Boxed: a head moves between a connection, the pool and pool jobs as one pointer, and an
+    // idle connection's slot stays small.
+    #[allow(clippy::vec_box)]
+    heads: Vec<Box<RequestHead>>,
+}
+
+/// Pooled items kept at most; more are freed.
+const POOL_KEEP: usize = 256;
+
+impl Pools {
+    fn read(&mut self) -> ReadBuf {
+        self.reads.pop().unwrap_or_default()
+    }
+    fn give_read(&mut self, mut b: ReadBuf) {
+        if self.reads.len() < POOL_KEEP {
+            b.reset();
+            self.reads.push(b);
+        }
+    }
+    fn write(&mut self) -> Vec<u8> {
+        self.writes
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(16 * 1024))
+    }
+    fn give_write(&mut self, mut b: Vec<u8>) {
+        if self.writes.len() < POOL_KEEP && b.capacity() <= 256 * 1024 {
+            b.clear();
+            self.writes.push(b);
+        }
+    }
+    pub(crate) fn head(&mut self) -> Box<RequestHead> {
+        self.heads.pop().unwrap_or_default()
+    }
+    pub(crate) fn give_head(&mut self, h: Box<RequestHead>) {
+        if self.heads.len() < POOL_KEEP && h.buf.capacity() <= 64 * 1024 {
+            self.heads.push(h);
+        }
+    }
+}
+
+/// What the loop needs to run a connection's step.
+pub(crate) struct Cx<'a, H> {
+    pub(crate) handler: &'a H,
+    pub(crate) cfg: &'a Config,
+    pub(crate) pools: &'a mut Pools,
+    pub(crate) pool: Option<&'a PoolSender>,
+    pub(crate) now: Instant,
+    pub(crate) closing: bool,
+    pub(crate) key: usize,
+}
+
+/// What the loop should do with a connection after a step.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Wait for the socket (readable and/or writable) until the deadline.
+    Wait {
+        read: bool,
+        write: bool,
+        deadline: Option<Instant>,
+    },
+    /// Work is left after the budget: run again once other connections had their turn.
+    Again,
+    /// Close it.
+    Close,
+}
+
+/// Where the connection is in the current exchange.
+enum Phase {
+    /// Waiting for a request head (idle when nothing is buffered).
+    Head,
+    /// Reading a request body into memory before dispatch.
+    Body { decoder: Decoder, body: Vec<u8> },
+    /// The request is with a pool worker; nothing is read until its response is back.
+    Dispatched,
+}
+
+/// A response body being produced piece by piece as the socket takes it.
+struct Streaming {
+    encoder: Encoder,
+    body: BodyKind,
+}
+
+enum Step {
+    /// A request was answered.
+    Answered,
+    /// Something changed (bytes consumed, a response or error queued, a dispatch).
+    Progress,
+    /// Nothing more can be done without more input.
+    NeedInput,
+}
+
+pub(crate) struct Connection {
+    socket: Registered<TcpStream>,
+    /// Tells this connection from a later one in the same slab slot (pool replies).
+    pub(crate) id: u64,
+    peer: Option<SocketAddr>,
+    http: Conn,
+    phase: Phase,
+    read: Option<ReadBuf>,
+    write: Option<Vec<u8>>,
+    written: usize,
+    head: Option<Box<RequestHead>>,
+    streaming: Option<Streaming>,
+    /// Start of the current wait: accept, the last response, or the last body progress.
+    since: Instant,
+    /// When the first byte of the head being read arrived.
+    head_start: Instant,
+    served: u64,
+    /// The deadline currently in the loop's timer set.
+    pub(crate) deadline: Option<Instant>,
+    _open: OpenGuard,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        socket: Registered<TcpStream>,
+        id: u64,
+        peer: SocketAddr,
+        now: Instant,
+        open: OpenGuard,
+    ) -> Self {
+        Connection {
+            socket,
+            id,
+            peer: Some(peer),
+            http: Conn::default(),
+            phase: Phase::Head,
+            read: None,
+            write: None,
+            written: 0,
+            head: None,
+            streaming: None,
+            since: now,
+            head_start: now,
+            served: 0,
+            deadline: None,
+            _open: open,
+        }
+    }
+
+    pub(crate) fn socket(&self) -> &Registered<TcpStream> {
+        &self.socket
+    }
+
+    /// True when nothing is under way: no buffered input, no output, no request in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Head)
+            && self.read.as_ref().is_none_or(ReadBuf::is_empty)
+            && self.write.as_ref().is_none_or(Vec::is_empty)
+            && self.streaming.is_none()
+    }
+
+    /// Runs the connection as far as it can go without blocking.
+    pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let mut budget = REQUEST_BUDGET;
+        loop {
+            match self.flush() {
+                Ok(true) => {}
+                Ok(false) => return self.wait(false, true, cx),
+                Err(()) => return Next::Close,
+            }
+            if self.stream_step() {
+                continue;
+            }
+            if self.http.state() == State::Closing {
+                return Next::Close;
+            }
+            if matches!(self.phase, Phase::Dispatched) {
+                return Next::Wait {
+                    read: false,
+                    write: false,
+                    deadline: None,
+                };
+            }
+            if budget == 0 {
+                return Next::Again;
+            }
+            match self.process(cx) {
+                Step::Answered => {
+                    budget -= 1;
+                    continue;
+                }
+                Step::Progress => continue,
+                Step::NeedInput => {}
+            }
+            match self.fill(cx) {
+                Fill::Got => {}
+                Fill::WouldBlock => {
+                    self.release_idle(cx.pools);
+                    return self.wait(true, false, cx);
+                }
+                Fill::Closed => return Next::Close,
+            }
+        }
+    }
+
+    /// A deadline passed: a partial head gets 408, everything else is just closed.
+    pub(crate) fn expire(&mut self, pools: &mut Pools) {
+        let partial_head =
+            matches!(self.phase, Phase::Head) && self.read.as_ref().is_some_and(|b| !b.is_empty());
+        if partial_head && self.streaming.is_none() && self.write.as_ref().is_none_or(Vec::is_empty)
+        {
+            let mut out = self.write.take().unwrap_or_else(|| pools.write());
+            self.http.write_error(408, &mut out);
+            self.write = Some(out);
+            let _ = self.flush();
+        }
+        self.release_all(pools);
+    }
+
+    /// Gives every pooled item back (the connection is closing).
+    pub(crate) fn release_all(&mut self, pools: &mut Pools) {
+        if let Some(b) = self.read.take() {
+            pools.give_read(b);
+        }
+        if let Some(b) = self.write.take() {
+            pools.give_write(b);
+        }
+        if let Some(h) = self.head.take() {
+            pools.give_head(h);
+        }
+    }
+
+    /// A pool worker's answer arrived.
+    pub(crate) fn complete<H: Handler>(
+        &mut self,
+        head: Box<RequestHead>,
+        outcome: std::thread::Result<Response>,
+        cx: &mut Cx<'_, H>,
+    ) {
+        self.head = Some(head);
+        self.respond(outcome, cx);
+    }
+
+    fn wait<H>(&self, read: bool, write: bool, cx: &Cx<'_, H>) -> Next {
+        let cfg = cx.cfg;
+        let deadline = if write {
+            cx.now + cfg.write_timeout
+        } else {
+            match &self.phase {
+                Phase::Body { .. } => self.since + cfg.read_timeout,
+                Phase::Dispatched => {
+                    return Next::Wait {
+                        read,
+                        write,
+                        deadline: None,
+                    };
+                }
+                Phase::Head if self.read.as_ref().is_some_and(|b| !b.is_empty()) => {
+                    self.head_start + cfg.header_read_timeout
+                }
+                Phase::Head if self.served == 0 => self.since + cfg.header_read_timeout,
+                Phase::Head => self.since + cfg.idle_timeout,
+            }
+        };
+        Next::Wait {
+            read,
+            write,
+            deadline: Some(deadline),
+        }
+    }
+
+    /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is full.
+    fn flush(&mut self) -> Result<bool, ()> {
+        let Some(out) = self.write.as_mut() else {
+            return Ok(true);
+        };
+        let mut stream = self.socket.get();
+        while self.written < out.len() {
+            match stream.write(&out[self.written..]) {
+                Ok(0) => return Err(()),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
+        }
+        out.clear();
+        self.written = 0;
+        Ok(true)
+    }
+
+    /// Produces the next piece of a streamed body into the (empty) output; true when it did
+    /// something, so the caller flushes and comes back.
+    fn stream_step(&mut self) -> bool {
+        let Some(st) = self.streaming.as_mut() else {
+            return false;
+        };
+        let out = self
+            .write
+            .get_or_insert_with(|| Vec::with_capacity(STREAM_PIECE + 64));
+        let produced = catch_unwind(AssertUnwindSafe(|| st.produce(out)));
+        match produced {
+            Ok(None) => {}
+            Ok(Some(complete)) => {
+                self.streaming = None;
+                if !complete {
+                    self.http.abort();
+                }
+            }
+            Err(_) => {
+                log::error!("response body panicked; closing the connection");
+                self.streaming = None;
+                self.http.abort();
+            }
+        }
+        true
+    }
+
+    fn out<'a>(write: &'a mut Option<Vec<u8>>, pools: &mut Pools) -> &'a mut Vec<u8> {
+        write.get_or_insert_with(|| pools.write())
+    }
+
+    /// Works through buffered input: a head, body bytes, or a dispatch.
+    fn process<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Step {
+        let Some(buf) = self.read.as_mut() else {
+            return Step::NeedInput;
+        };
+        if buf.is_empty() {
+            return Step::NeedInput;
+        }
+        match &mut self.phase {
+            Phase::Head => {
+                let head = self.head.get_or_insert_with(|| cx.pools.head());
+                match self.http.recv_head(buf, head, &cx.cfg.limits) {
+                    Ok(None) => Step::NeedInput,
+                    Err(e) => {
+                        self.http
+                            .write_error(e.status(), Self::out(&mut self.write, cx.pools));
+                        Step::Progress
+                    }
+                    Ok(Some(decoder)) if decoder.is_done() => self.dispatch(Vec::new(), cx),
+                    Ok(Some(decoder)) => {
+                        // The whole body is read before the handler runs, so a client holding
+                        // it back for `100 Continue` is told to send it now.
+                        if head.expect_continue && buf.is_empty() {
+                            Self::out(&mut self.write, cx.pools).extend_from_slice(CONTINUE);
+                        }
+                        self.since = cx.now;
+                        self.phase = Phase::Body {
+                            decoder,
+                            body: Vec::new(),
+                        };
+                        Step::Progress
+                    }
+                }
+            }
+            Phase::Body { decoder, body } => {
+                let input = buf.filled();
+                match decoder.decode(input, usize::MAX) {
+                    Err(e) => {
+                        self.http
+                            .write_error(e.status(), Self::out(&mut self.write, cx.pools));
+                        Step::Progress
+                    }
+                    Ok(d) => {
+                        body.extend_from_slice(&input[d.data]);
+                        buf.consume(d.consumed);
+                        self.since = cx.now;
+                        if decoder.is_done() {
+                            let body = std::mem::take(body);
+                            self.dispatch(body, cx)
+                        } else if d.consumed == 0 {
+                            Step::NeedInput
+                        } else {
+                            Step::Progress
+                        }
+                    }
+                }
+            }
+            Phase::Dispatched => Step::NeedInput,
+        }
+    }
+
+    /// Runs the handler inline, or hands the request to the pool.
+    fn dispatch<H: Handler>(&mut self, body: Vec<u8>, cx: &mut Cx<'_, H>) -> Step {
+        if let Some(pool) = cx.pool {
+            let Some(head) = self.head.take() else {
+                return Step::NeedInput;
+            };
+            self.phase = Phase::Dispatched;
+            pool.send(Job {
+                key: cx.key,
+                id: self.id,
+                head,
+                body,
+                peer: self.peer,
+            });
+            return Step::Progress;
+        }
+        let Some(head) = self.head.as_deref() else {
+            return Step::NeedInput;
+        };
+        let mut reader: &[u8] = &body;
+        let handler = cx.handler;
+        let peer = self.peer;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut req = Request::new(head, &mut reader, peer);
+            handler.handle(&mut req)
+        }));
+        self.respond(outcome, cx);
+        Step::Answered
+    }
+
+    /// Queues the response to the current request.
+    fn respond<H>(&mut self, outcome: std::thread::Result<Response>, cx: &mut Cx<'_, H>) {
+        let (mut resp, panicked) = match outcome {
+            Ok(r) => (r, false),
+            Err(_) => {
+                log::error!("handler panicked; answering 500");
+                (Response::new(500), true)
+            }
+        };
+        let out = Self::out(&mut self.write, cx.pools);
+        let Some(head) = self.head.as_deref() else {
+            return;
+        };
+        let mut encoder = self
+            .http
+            .write_head(head, &resp, true, cx.closing || panicked, out);
+        let body = resp.take_body();
+        match body.kind {
+            BodyKind::Static(_) | BodyKind::Bytes(_)
+                if !Conn::write_full_body(&mut encoder, &body.kind, out) =>
+            {
+                self.http.abort();
+            }
+            BodyKind::Static(_) | BodyKind::Bytes(_) => {}
+            kind if encoder != Encoder::Skip => {
+                self.streaming = Some(Streaming {
+                    encoder,
+                    body: kind,
+                })
+            }
+            _ => {}
+        }
+        self.phase = Phase::Head;
+        self.served += 1;
+        self.since = cx.now;
+    }
+
+    /// Reads once from the socket.
+    fn fill<H>(&mut self, cx: &mut Cx<'_, H>) -> Fill {
+        let was_empty = self.read.as_ref().is_none_or(ReadBuf::is_empty);
+        let buf = self.read.get_or_insert_with(|| cx.pools.read());
+        let cap = match self.phase {
+            Phase::Head => cx.cfg.limits.max_head_bytes,
+            _ => 0,
+        };
+        let spare = buf.spare(cap);
+        if spare.is_empty() {
+            return Fill::Closed;
+        }
+        let mut stream = self.socket.get();
+        loop {
+            return match stream.read(spare) {
+                Ok(0) => Fill::Closed,
+                Ok(n) => {
+                    buf.filled_by(n);
+                    if was_empty && matches!(self.phase, Phase::Head) {
+                        self.head_start = cx.now;
+                    }
+                    Fill::Got
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => Fill::Closed,
+            };
+        }
+    }
+
+    /// An idle connection holds no buffers: they go back to the loop's pool.
+    fn release_idle(&mut self, pools: &mut Pools) {
+        if !matches!(self.phase, Phase::Head) {
+            return;
+        }
+        if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
+            if let Some(b) = self.read.take() {
+                pools.give_read(b);
+            }
+            if let Some(h) = self.head.take() {
+                pools.give_head(h);
+            }
+        }
+        if self.write.as_ref().is_some_and(Vec::is_empty) && self.streaming.is_none() {
+            if let Some(b) = self.write.take() {
+                pools.give_write(b);
+            }
+        }
+    }
+}
+
+enum Fill {
+    Got,
+    WouldBlock,
+    Closed,
+}
+
+impl Streaming {
+    /// Appends the next piece; `Some(complete)` when the body ended.
+    fn produce(&mut self, out: &mut Vec<u8>) -> Option<bool> {
+        match &mut self.body {
+            BodyKind::Reader(reader, _) => {
+                if matches!(self.encoder, Encoder::Length { remaining: 0 }) {
+                    return Some(self.encoder.finish(out));
+                }
+                let mut piece = [0u8; STREAM_PIECE];
+                loop {
+                    return match reader.read(&mut piece) {
+                        Ok(0) => Some(self.encoder.finish(out)),
+                        Ok(n) => {
+                            self.encoder.encode(&piece[..n], out);
+                            None
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(_) => Some(false),
+                    };
+                }
+            }
+            BodyKind::Chunks(chunks) => match chunks.next() {
+                Some(chunk) => {
+                    self.encoder.encode(&chunk, out);
+                    None
+                }
+                None => Some(self.encoder.finish(out)),
+            },
+            BodyKind::Static(_) | BodyKind::Bytes(_) => Some(self.encoder.finish(out)),
+        }
+    }
+}

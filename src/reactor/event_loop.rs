@@ -1,0 +1,290 @@
+//! One event loop: a poller, its listener, its connections in a slab, their deadlines, and the
+//! buffer pool they borrow from.
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use polling::{Event, Events, Poller};
+use slab::Slab;
+
+use super::Config;
+use super::connection::{Connection, Cx, Next, Pools};
+use super::pool::{Completions, Done, PoolSender};
+use crate::Handler;
+use crate::engine::{Control, wait_events};
+use crate::net::sys::Registered;
+use crate::net::{AcceptError, classify_accept_error, prepare, refuse};
+
+/// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
+const LISTENER: usize = usize::MAX - 1;
+/// Connections accepted per wake-up before the others get their turn.
+const ACCEPT_BUDGET: usize = 64;
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+pub(crate) struct EventLoop<H> {
+    poller: Arc<Poller>,
+    listener: Option<Registered<TcpListener>>,
+    /// While accepting is paused after descriptor exhaustion: when to resume.
+    accept_paused_until: Option<Instant>,
+    backoff: Duration,
+    conns: Slab<Connection>,
+    /// `(deadline, key)` for every connection with a deadline: O(log n) per change, and a
+    /// wake-up only touches the expired ones.
+    timers: BTreeSet<(Instant, usize)>,
+    pools: Pools,
+    next_id: u64,
+    handler: Arc<H>,
+    cfg: Arc<Config>,
+    control: Arc<Control>,
+    pool: Option<PoolSender>,
+    completions: Arc<Completions>,
+    /// Connections with work left after their budget, run again before the next wait.
+    again: Vec<usize>,
+    stopping: bool,
+}
+
+impl<H: Handler> EventLoop<H> {
+    pub(crate) fn new(
+        poller: Arc<Poller>,
+        listener: TcpListener,
+        handler: Arc<H>,
+        cfg: Arc<Config>,
+        control: Arc<Control>,
+        pool: Option<PoolSender>,
+        completions: Arc<Completions>,
+    ) -> std::io::Result<Self> {
+        let listener = Registered::new(poller.clone(), listener, Event::readable(LISTENER))?;
+        Ok(EventLoop {
+            poller,
+            listener: Some(listener),
+            accept_paused_until: None,
+            backoff: BACKOFF_MIN,
+            conns: Slab::new(),
+            timers: BTreeSet::new(),
+            pools: Pools::default(),
+            next_id: 0,
+            handler,
+            cfg,
+            control,
+            pool,
+            completions,
+            again: Vec::new(),
+            stopping: false,
+        })
+    }
+
+    pub(crate) fn run(mut self) {
+        let mut events = Events::new();
+        let mut done = Vec::new();
+        let mut again = Vec::new();
+        loop {
+            let now = Instant::now();
+            let timeout = if self.again.is_empty() {
+                let next = [
+                    self.timers.first().map(|&(d, _)| d),
+                    self.accept_paused_until,
+                ]
+                .into_iter()
+                .flatten()
+                .min();
+                next.map(|d| d.saturating_duration_since(now))
+            } else {
+                Some(Duration::ZERO)
+            };
+            wait_events(&self.poller, &mut events, timeout, "event loop");
+            let now = Instant::now();
+            if !self.stopping && self.control.is_shutting_down() {
+                self.begin_shutdown(now);
+            }
+            for ev in events.iter() {
+                if ev.key == LISTENER {
+                    self.accept(now);
+                } else {
+                    self.ready(ev.key, now);
+                }
+            }
+            self.completions.take(&mut done);
+            for d in done.drain(..) {
+                self.complete(d, now);
+            }
+            std::mem::swap(&mut again, &mut self.again);
+            for key in again.drain(..) {
+                self.ready(key, now);
+            }
+            self.expire(now);
+            if self.stopping && self.conns.is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn cx(&mut self, now: Instant, key: usize) -> (Cx<'_, H>, &mut Slab<Connection>) {
+        let closing = self.stopping;
+        (
+            Cx {
+                handler: &self.handler,
+                cfg: &self.cfg,
+                pools: &mut self.pools,
+                pool: self.pool.as_ref(),
+                now,
+                closing,
+                key,
+            },
+            &mut self.conns,
+        )
+    }
+
+    fn ready(&mut self, key: usize, now: Instant) {
+        let (mut cx, conns) = self.cx(now, key);
+        let Some(conn) = conns.get_mut(key) else {
+            return;
+        };
+        let next = conn.drive(&mut cx);
+        self.apply(key, next);
+    }
+
+    fn complete(&mut self, done: Done, now: Instant) {
+        let (mut cx, conns) = self.cx(now, done.key);
+        match conns.get_mut(done.key) {
+            Some(conn) if conn.id == done.id => {
+                conn.complete(done.head, done.outcome, &mut cx);
+                let next = conn.drive(&mut cx);
+                self.apply(done.key, next);
+            }
+            _ => cx.pools.give_head(done.head),
+        }
+    }
+
+    /// Carries out what a connection's step decided: re-arm with a deadline, run again, close.
+    fn apply(&mut self, key: usize, next: Next) {
+        match next {
+            Next::Close => self.close(key),
+            Next::Again => self.again.push(key),
+            Next::Wait {
+                read,
+                write,
+                deadline,
+            } => {
+                let Some(conn) = self.conns.get_mut(key) else {
+                    return;
+                };
+                if conn.deadline != deadline {
+                    if let Some(d) = conn.deadline.take() {
+                        self.timers.remove(&(d, key));
+                    }
+                    if let Some(d) = deadline {
+                        self.timers.insert((d, key));
+                    }
+                    conn.deadline = deadline;
+                }
+                if self.stopping && conn.is_idle() {
+                    self.close(key);
+                    return;
+                }
+                if (read || write) && conn.socket().rearm(interest(key, read, write)).is_err() {
+                    self.close(key);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, key: usize) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            if let Some(d) = conn.deadline.take() {
+                self.timers.remove(&(d, key));
+            }
+            conn.release_all(&mut self.pools);
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        if self.accept_paused_until.is_some_and(|t| t <= now) {
+            self.accept_paused_until = None;
+            if let Some(l) = &self.listener {
+                let _ = l.rearm(Event::readable(LISTENER));
+            }
+        }
+        while let Some(&(deadline, key)) = self.timers.first() {
+            if deadline > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.deadline = None;
+                conn.expire(&mut self.pools);
+            }
+            self.close(key);
+        }
+    }
+
+    fn accept(&mut self, now: Instant) {
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        for _ in 0..ACCEPT_BUDGET {
+            match listener.get().accept() {
+                Ok((stream, peer)) => {
+                    self.backoff = BACKOFF_MIN;
+                    if prepare(&stream).is_err() {
+                        continue;
+                    }
+                    let Some(open) = self.control.admit(self.cfg.max_connections) else {
+                        refuse(&stream);
+                        continue;
+                    };
+                    let key = self.conns.vacant_key();
+                    let Ok(socket) =
+                        Registered::new(self.poller.clone(), stream, Event::readable(key))
+                    else {
+                        continue;
+                    };
+                    self.next_id += 1;
+                    let mut conn = Connection::new(socket, self.next_id, peer, now, open);
+                    let deadline = now + self.cfg.header_read_timeout;
+                    conn.deadline = Some(deadline);
+                    self.timers.insert((deadline, key));
+                    self.conns.insert(conn);
+                }
+                Err(e) => match classify_accept_error(&e) {
+                    AcceptError::Drained => break,
+                    AcceptError::Transient => {}
+                    AcceptError::Exhausted => {
+                        // Never sleep on the loop: pause accepting and keep serving the rest.
+                        log::warn!("accept: {e}; pausing accepts for {:?}", self.backoff);
+                        self.accept_paused_until = Some(now + self.backoff);
+                        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+                        return;
+                    }
+                },
+            }
+        }
+        if let Some(l) = &self.listener {
+            if l.rearm(Event::readable(LISTENER)).is_err() {
+                log::error!("listener re-arm failed");
+            }
+        }
+    }
+
+    /// Stop accepting; run every connection once so a request already in its socket buffer is
+    /// answered (with `Connection: close`); idle ones close, busy ones after their response.
+    fn begin_shutdown(&mut self, now: Instant) {
+        self.stopping = true;
+        self.listener = None;
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for key in keys {
+            self.ready(key, now);
+        }
+    }
+}
+
+/// The one place interest is computed for re-arming a oneshot registration.
+fn interest(key: usize, read: bool, write: bool) -> Event {
+    match (read, write) {
+        (true, true) => Event::all(key),
+        (false, true) => Event::writable(key),
+        _ => Event::readable(key),
+    }
+}

@@ -1,0 +1,229 @@
+//! The reactor engine: event loops on the `polling` crate (epoll, kqueue).
+//!
+//! Each loop owns one poller, one `SO_REUSEPORT` listener (the kernel spreads new connections
+//! across loops), non-blocking sockets in a slab, their deadlines, and a pool of buffers that
+//! connections borrow only while bytes are flowing: an idle keep-alive connection holds no buffer
+//! and no thread. Handlers run either on the loop ([`Dispatch::Inline`], event-driven; they must
+//! not block) or on a worker pool ([`Dispatch::Pool`]; they may block), and the same handler value
+//! also runs on the thread-pool server unchanged.
+//!
+//! Request bodies are read into memory (up to [`Limits::max_body_bytes`]) before the handler
+//! runs, so a client sending `Expect: 100-continue` is told to continue as soon as its head is
+//! parsed.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use twinhttp::reactor::{Dispatch, Reactor};
+//! use twinhttp::{Request, Response};
+//!
+//! let reactor = Reactor::builder()
+//!     .dispatch(Dispatch::Inline)
+//!     .serve("127.0.0.1:8080", |_: &mut Request<'_>| Response::text("Hello, World!"))?;
+//! reactor.shutdown(Duration::from_secs(5))?;
+//! # Ok::<(), twinhttp::Error>(())
+//! ```
+
+mod connection;
+mod event_loop;
+mod pool;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use polling::Poller;
+
+use crate::engine::{Control, Running, spawn};
+use crate::{Error, Handler, Limits, ShutdownHandle};
+
+/// Where handlers run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// On the event loop thread: the event-driven shape, fastest for handlers that never block.
+    Inline,
+    /// On this many worker threads; answers return to the owning loop. For handlers that block.
+    Pool(usize),
+}
+
+/// Settings shared by a reactor's loops.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) read_timeout: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) limits: Limits,
+}
+
+/// Settings for a [`Reactor`]; every setter documents its default.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    loops: usize,
+    dispatch: Dispatch,
+    cfg: Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            loops: thread::available_parallelism().map_or(1, |n| n.get()),
+            dispatch: Dispatch::Inline,
+            cfg: Config {
+                max_connections: 16_384,
+                header_read_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(60),
+                read_timeout: Duration::from_secs(30),
+                write_timeout: Duration::from_secs(30),
+                limits: Limits::default(),
+            },
+        }
+    }
+}
+
+impl Builder {
+    /// Event loops (threads, each with its own listener). Default: available cores.
+    pub fn loops(mut self, n: usize) -> Self {
+        self.loops = n.max(1);
+        self
+    }
+
+    /// Where handlers run. Default: [`Dispatch::Inline`].
+    pub fn dispatch(mut self, d: Dispatch) -> Self {
+        self.dispatch = match d {
+            Dispatch::Pool(n) => Dispatch::Pool(n.max(1)),
+            inline => inline,
+        };
+        self
+    }
+
+    /// Most open connections; beyond it new ones get `503` and are closed. Default: 16,384.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.cfg.max_connections = n.max(1);
+        self
+    }
+
+    /// The whole request head must arrive within this time (from accept, or from the first byte
+    /// of a later request); a slower head gets `408` and a close. Default: 10 s.
+    pub fn header_read_timeout(mut self, t: Duration) -> Self {
+        self.cfg.header_read_timeout = t;
+        self
+    }
+
+    /// How long a keep-alive connection may stay idle between requests. Default: 60 s.
+    pub fn idle_timeout(mut self, t: Duration) -> Self {
+        self.cfg.idle_timeout = t;
+        self
+    }
+
+    /// Longest wait for more of a request body. Default: 30 s.
+    pub fn read_timeout(mut self, t: Duration) -> Self {
+        self.cfg.read_timeout = t;
+        self
+    }
+
+    /// Longest wait for the socket to take more of a response. Default: 30 s.
+    pub fn write_timeout(mut self, t: Duration) -> Self {
+        self.cfg.write_timeout = t;
+        self
+    }
+
+    /// Size limits for requests. Default: [`Limits::default()`].
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.cfg.limits = limits;
+        self
+    }
+
+    /// Binds `addr` (one `SO_REUSEPORT` listener per loop) and starts serving `handler`.
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound or a thread or poller cannot be created.
+    pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Reactor, Error> {
+        let listeners = crate::net::bind_reuse_port(addr, self.loops)?;
+        let local_addr = listeners.first().map(|l| l.local_addr()).transpose()?;
+        let local_addr = local_addr.ok_or_else(|| {
+            Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
+        })?;
+        let handler = Arc::new(handler);
+        let cfg = Arc::new(self.cfg);
+        let control = Arc::new(Control::default());
+        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
+        let mut threads = Vec::new();
+        let mut pollers = Vec::new();
+        for (i, listener) in listeners.into_iter().enumerate() {
+            let poller = Arc::new(Poller::new()?);
+            let completions = Arc::new(pool::Completions::new(poller.clone()));
+            let pool = match self.dispatch {
+                Dispatch::Pool(_) => {
+                    Some(pool::PoolSender::new(jobs_tx.clone(), completions.clone()))
+                }
+                Dispatch::Inline => None,
+            };
+            let ev = event_loop::EventLoop::new(
+                poller.clone(),
+                listener,
+                handler.clone(),
+                cfg.clone(),
+                control.clone(),
+                pool,
+                completions,
+            )?;
+            pollers.push(poller);
+            threads.push(spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
+        }
+        drop(jobs_tx);
+        if let Dispatch::Pool(n) = self.dispatch {
+            for i in 0..n {
+                let (handler, jobs) = (handler.clone(), jobs_rx.clone());
+                threads.push(spawn(&format!("twinhttp-pool-{i}"), move || {
+                    pool::run(&*handler, &jobs)
+                })?);
+            }
+        }
+        Ok(Reactor(Running::new(local_addr, control, pollers, threads)))
+    }
+}
+
+/// A running reactor.
+#[derive(Debug)]
+pub struct Reactor(Running);
+
+impl Reactor {
+    /// The reactor's settings, to change before [`Builder::serve`].
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The address the reactor listens on (useful after binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.0.local_addr
+    }
+
+    /// A handle that can start a shutdown from any thread.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.0.handle.clone()
+    }
+
+    /// Open connections right now.
+    pub fn open_connections(&self) -> usize {
+        self.0.open_connections()
+    }
+
+    /// Blocks until the reactor is shut down through a [`ShutdownHandle`], then joins its
+    /// threads.
+    pub fn wait(self) {
+        self.0.wait()
+    }
+
+    /// Graceful shutdown: stops accepting, closes idle connections, finishes in-flight requests
+    /// (answered with `Connection: close`), and joins every thread.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ErrorKind::ShutdownTimedOut`] when threads are still busy after `grace`.
+    pub fn shutdown(self, grace: Duration) -> Result<(), Error> {
+        self.0.shutdown(grace)
+    }
+}

@@ -1,0 +1,102 @@
+//! Pool dispatch: requests go to worker threads through a crossbeam channel; answers come back to
+//! the owning loop through its completion queue, with one `Poller::notify` per batch.
+
+use std::net::SocketAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::{Receiver, Sender};
+use polling::Poller;
+
+use crate::http::request::RequestHead;
+use crate::{Handler, Request, Response};
+
+/// A request for a pool worker. At most one per connection is in flight, so the queue is
+/// bounded by the open-connection limit.
+pub(crate) struct Job {
+    pub(crate) key: usize,
+    pub(crate) id: u64,
+    pub(crate) head: Box<RequestHead>,
+    pub(crate) body: Vec<u8>,
+    pub(crate) peer: Option<SocketAddr>,
+}
+
+/// A worker's answer, on its way back to the loop.
+pub(crate) struct Done {
+    pub(crate) key: usize,
+    pub(crate) id: u64,
+    pub(crate) head: Box<RequestHead>,
+    pub(crate) outcome: std::thread::Result<Response>,
+}
+
+/// One loop's completion queue.
+pub(crate) struct Completions {
+    done: Mutex<Vec<Done>>,
+    /// Set while a wake-up is pending, so a burst of answers costs one `notify`.
+    notified: AtomicBool,
+    poller: Arc<Poller>,
+}
+
+impl Completions {
+    pub(crate) fn new(poller: Arc<Poller>) -> Self {
+        Completions {
+            done: Mutex::new(Vec::new()),
+            notified: AtomicBool::new(false),
+            poller,
+        }
+    }
+
+    fn push(&self, done: Done) {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(done);
+        if !self.notified.swap(true, Ordering::AcqRel) {
+            let _ = self.poller.notify();
+        }
+    }
+
+    /// Takes every answer that arrived (the loop calls this after each wake-up).
+    pub(crate) fn take(&self, into: &mut Vec<Done>) {
+        self.notified.store(false, Ordering::Release);
+        into.append(&mut self.done.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// A loop's handle on the pool: the job queue and where its answers go.
+pub(crate) struct PoolSender {
+    jobs: Sender<(Job, Arc<Completions>)>,
+    completions: Arc<Completions>,
+}
+
+impl PoolSender {
+    pub(crate) fn new(
+        jobs: Sender<(Job, Arc<Completions>)>,
+        completions: Arc<Completions>,
+    ) -> Self {
+        PoolSender { jobs, completions }
+    }
+
+    pub(crate) fn send(&self, job: Job) {
+        // Unbounded by type, bounded by max_connections (one job per connection).
+        let _ = self.jobs.send((job, self.completions.clone()));
+    }
+}
+
+/// A pool worker: runs the handler for each job and sends the answer back.
+pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Completions>)>) {
+    while let Ok((job, reply)) = jobs.recv() {
+        let mut reader: &[u8] = &job.body;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut req = Request::new(&job.head, &mut reader, job.peer);
+            handler.handle(&mut req)
+        }));
+        reply.push(Done {
+            key: job.key,
+            id: job.id,
+            head: job.head,
+            outcome,
+        });
+    }
+}
