@@ -78,13 +78,11 @@ fn routes_page() -> String {
 
 fn main() {
     let args = support::Args::parse();
-    let server = args.server().serve(&*args.addr, demo).unwrap_or_else(|e| {
-        eprintln!("cannot serve on {}: {e}", args.addr);
-        std::process::exit(1)
-    });
+    let running = args.serve(demo);
     eprintln!(
-        "demo: listening on http://{} (routes: /routes)",
-        server.local_addr()
+        "demo: listening on http://{} ({}) (routes: /routes)",
+        running.local_addr(),
+        args.label()
     );
-    server.wait();
+    running.wait();
 }

@@ -1,6 +1,7 @@
 //! The hello server used for benchmarks.
 //!
 //! `cargo run --release --example hello --features server -- --addr 127.0.0.1:8080`
+//! (`--engine reactor [--dispatch pool]` for the reactor; `--help` for every option)
 //!
 //! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work;
 //! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call).
@@ -34,10 +35,11 @@ fn hello(req: &mut Request<'_>) -> Response {
 
 fn main() {
     let args = support::Args::parse();
-    let server = args.server().serve(&*args.addr, hello).unwrap_or_else(|e| {
-        eprintln!("cannot serve on {}: {e}", args.addr);
-        std::process::exit(1)
-    });
-    eprintln!("hello: listening on http://{}", server.local_addr());
-    server.wait();
+    let running = args.serve(hello);
+    eprintln!(
+        "hello: listening on http://{} ({})",
+        running.local_addr(),
+        args.label()
+    );
+    running.wait();
 }

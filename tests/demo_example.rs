@@ -16,7 +16,8 @@ struct Demo {
 }
 
 impl Demo {
-    fn start(ulimit_n: Option<u32>) -> Demo {
+    /// Starts `demo` with extra flags (e.g. `--engine reactor`).
+    fn start_with(ulimit_n: Option<u32>, flags: &[&str]) -> Demo {
         // target/<profile>/deps/<this test> → target/<profile>/examples/demo
         let exe = std::env::current_exe().expect("test exe");
         let demo = exe
@@ -41,7 +42,7 @@ impl Demo {
             }
             None => {
                 let mut c = Command::new(&demo);
-                c.args(["--addr", "127.0.0.1:0"]);
+                c.args(["--addr", "127.0.0.1:0"]).args(flags);
                 c
             }
         };
@@ -72,9 +73,8 @@ impl Drop for Demo {
     }
 }
 
-#[test]
-fn demo_routes() {
-    let demo = Demo::start(None);
+fn demo_routes(flags: &[&str]) {
+    let demo = Demo::start_with(None, flags);
     let mut c = Client::new(demo.addr);
     assert_eq!(
         c.roundtrip(b"GET / HTTP/1.1\r\nHost: d\r\n\r\n").text(),
@@ -109,9 +109,8 @@ fn demo_routes() {
     }
 }
 
-#[test]
-fn demo_rfc_probes() {
-    let demo = Demo::start(None);
+fn demo_rfc_probes(flags: &[&str]) {
+    let demo = Demo::start_with(None, flags);
     let cases: &[(&[u8], u16)] = &[
         (b"GET / HTTP/1.1\r\n\r\n", 400),
         (b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
@@ -149,9 +148,8 @@ fn demo_rfc_probes() {
     assert!(r.closes() && c.is_closed());
 }
 
-#[test]
-fn accept_loop_survives_descriptor_exhaustion() {
-    let mut demo = Demo::start(Some(40));
+fn accept_loop_survives_descriptor_exhaustion(flags: &[&str]) {
+    let mut demo = Demo::start_with(Some(40), flags);
     // Far more connections than the server has descriptors: accept fails with EMFILE.
     let mut flood: Vec<std::net::TcpStream> = Vec::new();
     for _ in 0..120 {
@@ -181,3 +179,28 @@ fn accept_loop_survives_descriptor_exhaustion() {
     assert!(served, "served again after exhaustion");
     assert!(demo.alive());
 }
+
+const SERVER: &[&str] = &["--engine", "server"];
+const REACTOR_INLINE: &[&str] = &["--engine", "reactor", "--dispatch", "inline"];
+const REACTOR_POOL: &[&str] = &[
+    "--engine",
+    "reactor",
+    "--dispatch",
+    "pool",
+    "--workers",
+    "4",
+];
+
+macro_rules! per_engine {
+    ($($name:ident),*) => {
+        mod server { $( #[test] fn $name() { super::$name(super::SERVER) } )* }
+        mod reactor_inline { $( #[test] fn $name() { super::$name(super::REACTOR_INLINE) } )* }
+        mod reactor_pool { $( #[test] fn $name() { super::$name(super::REACTOR_POOL) } )* }
+    };
+}
+
+per_engine!(
+    demo_routes,
+    demo_rfc_probes,
+    accept_loop_survives_descriptor_exhaustion
+);

@@ -1,25 +1,48 @@
-//! Command-line options shared by the examples.
+//! Command-line options shared by the examples, and starting the chosen engine.
 #![allow(dead_code)]
 
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use twinhttp::Handler;
+use twinhttp::reactor::{Dispatch, Reactor};
 
 /// Options every example takes.
 pub struct Args {
     /// `--addr HOST:PORT`, default 127.0.0.1:8080.
     pub addr: String,
-    /// `--threads N`: worker threads for the server engine.
+    /// `--engine server|reactor`: default `server` when the `server` feature is on.
+    pub engine: String,
+    /// `--dispatch inline|pool` (reactor only), default inline.
+    pub dispatch: String,
+    /// `--threads N`: workers for the server engine, event loops for the reactor.
     pub threads: Option<usize>,
-    /// `--no-park`: keep a worker on each idle connection (thread-per-connection).
+    /// `--workers N`: pool threads for `--dispatch pool` (default 4 × cores).
+    pub workers: Option<usize>,
+    /// `--no-park`: server engine keeps a worker on each idle connection (thread-per-connection).
     pub no_park: bool,
-    /// `--park-linger-us N`: wait this long for the next request before parking.
+    /// `--park-linger-us N`: server engine waits this long for the next request before parking.
     pub park_linger: Option<Duration>,
 }
+
+const USAGE: &str =
+    "options: --addr HOST:PORT (127.0.0.1:8080)  --engine server|reactor  --dispatch inline|pool
+         --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
+         --no-park  --park-linger-us N (server engine)";
 
 impl Args {
     pub fn parse() -> Args {
         let mut args = Args {
             addr: "127.0.0.1:8080".to_owned(),
+            engine: if cfg!(feature = "server") {
+                "server"
+            } else {
+                "reactor"
+            }
+            .to_owned(),
+            dispatch: "inline".to_owned(),
             threads: None,
+            workers: None,
             no_park: false,
             park_linger: None,
         };
@@ -31,7 +54,10 @@ impl Args {
             };
             match flag.as_str() {
                 "--addr" => args.addr = value(),
+                "--engine" => args.engine = value(),
+                "--dispatch" => args.dispatch = value(),
                 "--threads" => args.threads = Some(number(&value())),
+                "--workers" => args.workers = Some(number(&value())),
                 "--no-park" => args.no_park = true,
                 "--park-linger-us" => {
                     args.park_linger = Some(Duration::from_micros(number(&value()) as u64))
@@ -40,19 +66,80 @@ impl Args {
                 other => usage(&format!("unknown option {other}")),
             }
         }
+        if !matches!(args.engine.as_str(), "server" | "reactor") {
+            usage("--engine is server or reactor");
+        }
+        if !matches!(args.dispatch.as_str(), "inline" | "pool") {
+            usage("--dispatch is inline or pool");
+        }
         args
     }
 
-    /// A server builder with these options applied.
-    pub fn server(&self) -> twinhttp::server::Builder {
-        let mut b = twinhttp::server::Server::builder().park_idle(!self.no_park);
-        if let Some(n) = self.threads {
-            b = b.workers(n);
+    /// Starts `handler` on the chosen engine; exits with a message when it cannot.
+    pub fn serve(&self, handler: impl Handler) -> Running {
+        let running = match self.engine.as_str() {
+            #[cfg(feature = "server")]
+            "server" => {
+                let mut b = twinhttp::server::Server::builder().park_idle(!self.no_park);
+                if let Some(n) = self.threads {
+                    b = b.workers(n);
+                }
+                if let Some(t) = self.park_linger {
+                    b = b.park_linger(t);
+                }
+                b.serve(&*self.addr, handler).map(Running::Server)
+            }
+            "reactor" => {
+                let mut b = Reactor::builder();
+                if let Some(n) = self.threads {
+                    b = b.loops(n);
+                }
+                if self.dispatch == "pool" {
+                    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+                    b = b.dispatch(Dispatch::Pool(self.workers.unwrap_or(4 * cores)));
+                }
+                b.serve(&*self.addr, handler).map(Running::Reactor)
+            }
+            _ => usage("this build has no server engine: add --features server"),
+        };
+        running.unwrap_or_else(|e| {
+            eprintln!("cannot serve on {}: {e}", self.addr);
+            std::process::exit(1)
+        })
+    }
+
+    /// A label for the configuration, for log lines.
+    pub fn label(&self) -> String {
+        match self.engine.as_str() {
+            "reactor" => format!("reactor, {} dispatch", self.dispatch),
+            _ if self.no_park => "server, thread per connection".to_owned(),
+            _ => "server".to_owned(),
         }
-        if let Some(t) = self.park_linger {
-            b = b.park_linger(t);
+    }
+}
+
+/// The running engine.
+pub enum Running {
+    #[cfg(feature = "server")]
+    Server(twinhttp::server::Server),
+    Reactor(Reactor),
+}
+
+impl Running {
+    pub fn local_addr(&self) -> SocketAddr {
+        match self {
+            #[cfg(feature = "server")]
+            Running::Server(s) => s.local_addr(),
+            Running::Reactor(r) => r.local_addr(),
         }
-        b
+    }
+
+    pub fn wait(self) {
+        match self {
+            #[cfg(feature = "server")]
+            Running::Server(s) => s.wait(),
+            Running::Reactor(r) => r.wait(),
+        }
     }
 }
 
@@ -65,9 +152,7 @@ fn usage(problem: &str) -> ! {
     if !problem.is_empty() {
         eprintln!("error: {problem}");
     }
-    eprintln!(
-        "options: --addr HOST:PORT (127.0.0.1:8080)  --threads N  --no-park  --park-linger-us N"
-    );
+    eprintln!("{USAGE}");
     std::process::exit(2)
 }
 

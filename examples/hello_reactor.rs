@@ -1,0 +1,27 @@
+//! The hello server on the reactor engine; needs no Cargo feature.
+//!
+//! `cargo run --release --example hello_reactor` (takes the same options as `hello`; the engine
+//! is the reactor, inline dispatch unless `--dispatch pool`).
+
+mod support;
+
+use twinhttp::{Request, Response};
+
+fn hello(req: &mut Request<'_>) -> Response {
+    match req.path() {
+        "/" => Response::text("Hello, World!"),
+        _ => Response::new(404),
+    }
+}
+
+fn main() {
+    let mut args = support::Args::parse();
+    args.engine = "reactor".to_owned();
+    let running = args.serve(hello);
+    eprintln!(
+        "hello_reactor: listening on http://{} ({})",
+        running.local_addr(),
+        args.label()
+    );
+    running.wait();
+}

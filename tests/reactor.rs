@@ -1,0 +1,84 @@
+//! Reactor-specific behaviour, in both dispatch modes: backpressure under a slow reader and
+//! input one byte at a time. (Idle connections: `reactor_idle.rs`.)
+#![cfg(feature = "server")]
+mod support;
+use std::io::Read;
+use std::time::Duration;
+
+use support::{Client, Config, Engine, app, start_with};
+use twinhttp::{Body, Request, Response};
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmRSS:")
+                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            })
+        })
+        .unwrap_or(0)
+}
+
+fn slow_reader_does_not_grow_memory(engine: Engine) {
+    // 512 MiB streamed to a client that reads almost nothing: the reactor must produce the body
+    // only as the socket takes it.
+    let big = |req: &mut Request<'_>| match req.path() {
+        "/big" => Response::new(200).with_body(Body::reader(std::io::repeat(b'x').take(512 << 20))),
+        _ => Response::text("ok"),
+    };
+    let srv = start_with(engine, Config::default(), big);
+    let before = rss_kib();
+    let mut slow = Client::new(srv.addr);
+    slow.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut first = [0u8; 4096];
+    slow.reader
+        .read_exact(&mut first)
+        .expect("the response starts");
+    std::thread::sleep(Duration::from_millis(700));
+    let grown = rss_kib().saturating_sub(before);
+    assert!(
+        grown < 32 * 1024,
+        "RSS grew {grown} KiB while the client was not reading"
+    );
+    // The loop is not stuck on the slow connection.
+    let mut other = Client::new(srv.addr);
+    assert_eq!(
+        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+        "ok"
+    );
+}
+
+fn one_byte_per_wake_up(engine: Engine) {
+    let srv = start_with(engine, Config::default(), app);
+    let mut c = Client::new(srv.addr);
+    let req = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    for b in req {
+        c.send(&[*b]);
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    assert_eq!(c.response().text(), "abcd");
+    assert_eq!(c.response().text(), "Hello, World!");
+}
+
+mod reactor_inline {
+    #[test]
+    fn slow_reader_does_not_grow_memory() {
+        super::slow_reader_does_not_grow_memory(super::Engine::ReactorInline)
+    }
+    #[test]
+    fn one_byte_per_wake_up() {
+        super::one_byte_per_wake_up(super::Engine::ReactorInline)
+    }
+}
+
+mod reactor_pool {
+    #[test]
+    fn slow_reader_does_not_grow_memory() {
+        super::slow_reader_does_not_grow_memory(super::Engine::ReactorPool)
+    }
+    #[test]
+    fn one_byte_per_wake_up() {
+        super::one_byte_per_wake_up(super::Engine::ReactorPool)
+    }
+}
