@@ -21,7 +21,7 @@ use crate::net::sys::Registered;
 use crate::{Handler, Request, Response};
 
 /// Requests answered per wake-up before other connections get their turn.
-const REQUEST_BUDGET: u32 = 16;
+const REQUEST_BUDGET: u32 = 64;
 /// Bytes of a streamed response body produced per step.
 const STREAM_PIECE: usize = 16 * 1024;
 
@@ -182,22 +182,29 @@ impl Connection {
             && self.streaming.is_none()
     }
 
-    /// Runs the connection as far as it can go without blocking.
+    /// Runs the connection as far as it can go without blocking. Pipelined responses are
+    /// batched: output is written before waiting for input, when it passes
+    /// `max_pipeline_output`, and when the budget runs out.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let mut budget = REQUEST_BUDGET;
         loop {
-            match self.flush() {
-                Ok(true) => {}
-                Ok(false) => return self.wait(false, true, cx),
-                Err(()) => return Next::Close,
-            }
-            if self.stream_step() {
-                continue;
-            }
-            if self.http.state() == State::Closing {
-                return Next::Close;
-            }
-            if matches!(self.phase, Phase::Dispatched) {
+            // A streamed body, a close or a pool request in flight: nothing more is parsed until
+            // it is done, so responses stay in order.
+            if self.streaming.is_some()
+                || self.http.state() == State::Closing
+                || matches!(self.phase, Phase::Dispatched)
+            {
+                match self.flush() {
+                    Ok(true) => {}
+                    Ok(false) => return self.wait(false, true, cx),
+                    Err(()) => return Next::Close,
+                }
+                if self.stream_step() {
+                    continue;
+                }
+                if self.http.state() == State::Closing {
+                    return Next::Close;
+                }
                 return Next::Wait {
                     read: false,
                     write: false,
@@ -205,15 +212,36 @@ impl Connection {
                 };
             }
             if budget == 0 {
-                return Next::Again;
+                return match self.flush() {
+                    Ok(true) => Next::Again,
+                    Ok(false) => self.wait(false, true, cx),
+                    Err(()) => Next::Close,
+                };
             }
             match self.process(cx) {
                 Step::Answered => {
                     budget -= 1;
+                    if self
+                        .write
+                        .as_ref()
+                        .is_some_and(|w| w.len() >= cx.cfg.limits.max_pipeline_output)
+                    {
+                        match self.flush() {
+                            Ok(true) => {}
+                            Ok(false) => return self.wait(false, true, cx),
+                            Err(()) => return Next::Close,
+                        }
+                    }
                     continue;
                 }
                 Step::Progress => continue,
                 Step::NeedInput => {}
+            }
+            // Everything answered so far goes out before waiting for more input.
+            match self.flush() {
+                Ok(true) => {}
+                Ok(false) => return self.wait(false, true, cx),
+                Err(()) => return Next::Close,
             }
             match self.fill(cx) {
                 Fill::Got => {}
