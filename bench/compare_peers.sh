@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side wrk comparison of twinhttp's hello example against the peer servers in
+# Side-by-side wrk comparison of twinhttp's hello example (server engine with and without parking,
+# reactor with inline and pool dispatch) against the peer servers in
 # ../shared/peers (hyper, may_minihttp, actix-web, ehttpd, tiny_http, ...), interleaved.
 #
 # usage: bench/compare_peers.sh [PEER ...]        (default peers: hyper may actix ehttpd tinyhttp)
@@ -18,6 +19,7 @@ if [ ! -x "$work/rs/target/release/hyper_hello" ]; then
   "$work/build.sh"
 fi
 (cd "$here" && cargo build --release --features server --example hello)
+hello_reactor_flags="--engine reactor --dispatch"
 hello=$here/target/release/examples/hello
 
 [ $# -gt 0 ] || set -- hyper may actix ehttpd tinyhttp
@@ -25,5 +27,7 @@ out=${OUT:-$here/bench/results/run-$(date +%Y%m%d-%H%M%S)}
 REPS=${REPS:-3} DURATION=${DURATION:-5} WARMUP=${WARMUP:-1} TESTS=${TESTS:-"ka c256 pipe close"} OUT=$out \
   "$work/run_all.sh" "$@" \
   "twinhttp-server:18111:$hello --addr 127.0.0.1:{PORT}" \
-  "twinhttp-server-nopark:18112:$hello --addr 127.0.0.1:{PORT} --no-park --threads 300"
+  "twinhttp-server-nopark:18112:$hello --addr 127.0.0.1:{PORT} --no-park --threads 300" \
+  "twinhttp-reactor-inline:18113:$hello --addr 127.0.0.1:{PORT} $hello_reactor_flags inline" \
+  "twinhttp-reactor-pool:18114:$hello --addr 127.0.0.1:{PORT} $hello_reactor_flags pool"
 echo "results: $out/results.md"

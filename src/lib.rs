@@ -1,33 +1,53 @@
 //! # twinhttp
 //!
-//! HTTP/1.1 serving with one sans-I/O protocol core, two engines and one [`Handler`] trait.
+//! HTTP/1.1 serving with one sans-I/O protocol core, two engines and one [`Handler`] trait, so
+//! the same handler can run as blocking code on a thread pool or event-driven on epoll/kqueue
+//! loops, and the two can be compared on the same HTTP core.
 //!
 //! - **Core** (always built): request parsing with `httparse`, RFC 9112 framing (Content-Length,
 //!   chunked, the smuggling rules), keep-alive and pipelining, response framing, `100-continue`,
-//!   and the [`Limits`] every request is checked against. It never touches a socket.
-//! - **[`server`]** (feature `server`): an OS-thread-pool engine. Handlers are plain blocking code
-//!   on worker threads. An idle keep-alive connection does not hold a worker: it is parked in an
-//!   epoll/kqueue poller and handed back to the pool when its next request arrives.
-//! - **reactor**: event loops on the `polling` crate. Planned; see the README.
+//!   and the [`Limits`] every request is checked against. It never touches a socket; both engines
+//!   drive it, so framing, limits and error statuses are the same on both by construction.
+//! - **[`server`]** (feature `server`): an OS-thread-pool engine. Handlers are plain blocking
+//!   code on worker threads. An idle keep-alive connection does not hold a worker: it is parked in
+//!   an epoll/kqueue poller and handed back to the pool when its next request arrives.
+//! - **[`reactor`]**: event loops on the `polling` crate, non-blocking sockets, handlers run on the
+//!   loop ([`reactor::Dispatch::Inline`]) or on a worker pool ([`reactor::Dispatch::Pool`]).
+//!
+//! ## Choosing
+//!
+//! | handlers that… | use |
+//! |---|---|
+//! | block (files, databases, sleeps), and you want the simplest model | [`server`] |
+//! | never block, and you want the most requests per core | [`reactor`], inline dispatch |
+//! | block, with many mostly idle connections | [`reactor`] with pool dispatch, or [`server`] |
 //!
 //! | feature  | what it adds |
 //! |----------|--------------|
 //! | `server` | [`server::Server`], the thread-pool engine |
 //!
-//! ## Example
+//! ## Examples
+//!
+//! The same handler on both engines:
 //!
 //! ```no_run
-//! # #[cfg(feature = "server")] {
-//! use twinhttp::{Request, Response, server::Server};
+//! use std::time::Duration;
+//! use twinhttp::{Request, Response, reactor::{Dispatch, Reactor}};
 //!
-//! let server = Server::builder()
-//!     .serve("127.0.0.1:8080", |req: &mut Request<'_>| match req.path() {
+//! fn hello(req: &mut Request<'_>) -> Response {
+//!     match req.path() {
 //!         "/" => Response::text("Hello, World!"),
 //!         _ => Response::new(404),
-//!     })
-//!     .expect("bind");
-//! server.wait();
+//!     }
+//! }
+//!
+//! # #[cfg(feature = "server")] {
+//! let server = twinhttp::server::Server::builder().serve("127.0.0.1:8080", hello)?;
+//! server.shutdown(Duration::from_secs(5))?;
 //! # }
+//! let reactor = Reactor::builder().dispatch(Dispatch::Inline).serve("127.0.0.1:8081", hello)?;
+//! reactor.shutdown(Duration::from_secs(5))?;
+//! # Ok::<(), twinhttp::Error>(())
 //! ```
 #![deny(unsafe_code)]
 #![deny(missing_docs)]

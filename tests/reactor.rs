@@ -82,3 +82,33 @@ mod reactor_pool {
         super::one_byte_per_wake_up(super::Engine::ReactorPool)
     }
 }
+
+#[test]
+fn acceptor_thread_mode_serves_refuses_and_shuts_down() {
+    use twinhttp::reactor::{Accept, Reactor};
+    let reactor = Reactor::builder()
+        .loops(2)
+        .accept(Accept::Thread)
+        .max_connections(4)
+        .serve("127.0.0.1:0", app)
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    let mut held: Vec<Client> = (0..4).map(|_| Client::new(addr)).collect();
+    for c in &mut held {
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+            "Hello, World!"
+        );
+    }
+    assert_eq!(
+        Client::new(addr).response().status,
+        503,
+        "over max_connections"
+    );
+    drop(held);
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "no longer accepting"
+    );
+}

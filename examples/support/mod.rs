@@ -19,6 +19,8 @@ pub struct Args {
     pub threads: Option<usize>,
     /// `--workers N`: pool threads for `--dispatch pool` (default 4 × cores).
     pub workers: Option<usize>,
+    /// `--accept reuseport|thread` (reactor): a listener per loop, or one acceptor thread.
+    pub accept: String,
     /// `--no-park`: server engine keeps a worker on each idle connection (thread-per-connection).
     pub no_park: bool,
     /// `--park-linger-us N`: server engine waits this long for the next request before parking.
@@ -28,6 +30,7 @@ pub struct Args {
 const USAGE: &str =
     "options: --addr HOST:PORT (127.0.0.1:8080)  --engine server|reactor  --dispatch inline|pool
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
+         --accept reuseport|thread (reactor)
          --no-park  --park-linger-us N (server engine)";
 
 impl Args {
@@ -43,6 +46,7 @@ impl Args {
             dispatch: "inline".to_owned(),
             threads: None,
             workers: None,
+            accept: "reuseport".to_owned(),
             no_park: false,
             park_linger: None,
         };
@@ -58,6 +62,7 @@ impl Args {
                 "--dispatch" => args.dispatch = value(),
                 "--threads" => args.threads = Some(number(&value())),
                 "--workers" => args.workers = Some(number(&value())),
+                "--accept" => args.accept = value(),
                 "--no-park" => args.no_park = true,
                 "--park-linger-us" => {
                     args.park_linger = Some(Duration::from_micros(number(&value()) as u64))
@@ -71,6 +76,9 @@ impl Args {
         }
         if !matches!(args.dispatch.as_str(), "inline" | "pool") {
             usage("--dispatch is inline or pool");
+        }
+        if !matches!(args.accept.as_str(), "reuseport" | "thread") {
+            usage("--accept is reuseport or thread");
         }
         args
     }
@@ -93,6 +101,9 @@ impl Args {
                 let mut b = Reactor::builder();
                 if let Some(n) = self.threads {
                     b = b.loops(n);
+                }
+                if self.accept == "thread" {
+                    b = b.accept(twinhttp::reactor::Accept::Thread);
                 }
                 if self.dispatch == "pool" {
                     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -1,6 +1,7 @@
 //! Socket helpers both engines use: listener set-up, accept-error triage, deadline-bounded I/O on
 //! non-blocking sockets, and (in [`sys`]) the poller registration that needs `unsafe`.
 
+pub(crate) mod acceptor;
 pub(crate) mod io;
 pub(crate) mod sys;
 
@@ -13,7 +14,6 @@ use socket2::{Domain, Protocol, Socket, Type};
 const BACKLOG: i32 = 1024;
 
 /// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works.
-#[cfg(feature = "server")]
 pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
     let mut last = None;
     for addr in addr.to_socket_addrs()? {
@@ -25,7 +25,6 @@ pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
 }
 
-#[cfg(feature = "server")]
 fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
     bind_with(addr, false)
 }

@@ -2,7 +2,7 @@
 //! buffer pool they borrow from.
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,9 +11,10 @@ use slab::Slab;
 
 use super::Config;
 use super::connection::{Connection, Cx, Next, Pools};
-use super::pool::{Completions, Done, PoolSender};
+use super::inbox::Inbox;
+use super::pool::{Done, PoolSender};
 use crate::Handler;
-use crate::engine::{Control, wait_events};
+use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
 use crate::net::{AcceptError, classify_accept_error, prepare, refuse};
 
@@ -23,6 +24,23 @@ const LISTENER: usize = usize::MAX - 1;
 const ACCEPT_BUDGET: usize = 64;
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// A connection accepted by the acceptor thread, on its way to a loop.
+pub(crate) type Accepted = (TcpStream, SocketAddr, OpenGuard);
+
+/// What a loop is built from.
+pub(crate) struct Parts<H> {
+    pub(crate) poller: Arc<Poller>,
+    /// The loop's own listener ([`super::Accept::ReusePort`]), or none when an acceptor thread
+    /// hands it connections.
+    pub(crate) listener: Option<TcpListener>,
+    pub(crate) handler: Arc<H>,
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) control: Arc<Control>,
+    pub(crate) pool: Option<PoolSender>,
+    pub(crate) completions: Arc<Inbox<Done>>,
+    pub(crate) accepted: Arc<Inbox<Accepted>>,
+}
 
 pub(crate) struct EventLoop<H> {
     poller: Arc<Poller>,
@@ -40,37 +58,39 @@ pub(crate) struct EventLoop<H> {
     cfg: Arc<Config>,
     control: Arc<Control>,
     pool: Option<PoolSender>,
-    completions: Arc<Completions>,
+    completions: Arc<Inbox<Done>>,
+    /// Connections from the acceptor thread ([`super::Accept::Thread`]).
+    accepted: Arc<Inbox<Accepted>>,
     /// Connections with work left after their budget, run again before the next wait.
     again: Vec<usize>,
     stopping: bool,
 }
 
 impl<H: Handler> EventLoop<H> {
-    pub(crate) fn new(
-        poller: Arc<Poller>,
-        listener: TcpListener,
-        handler: Arc<H>,
-        cfg: Arc<Config>,
-        control: Arc<Control>,
-        pool: Option<PoolSender>,
-        completions: Arc<Completions>,
-    ) -> std::io::Result<Self> {
-        let listener = Registered::new(poller.clone(), listener, Event::readable(LISTENER))?;
+    pub(crate) fn new(parts: Parts<H>) -> std::io::Result<Self> {
+        let listener = match parts.listener {
+            Some(l) => Some(Registered::new(
+                parts.poller.clone(),
+                l,
+                Event::readable(LISTENER),
+            )?),
+            None => None,
+        };
         Ok(EventLoop {
-            poller,
-            listener: Some(listener),
+            poller: parts.poller,
+            listener,
             accept_paused_until: None,
             backoff: BACKOFF_MIN,
             conns: Slab::new(),
             timers: BTreeSet::new(),
             pools: Pools::default(),
             next_id: 0,
-            handler,
-            cfg,
-            control,
-            pool,
-            completions,
+            handler: parts.handler,
+            cfg: parts.cfg,
+            control: parts.control,
+            pool: parts.pool,
+            completions: parts.completions,
+            accepted: parts.accepted,
             again: Vec::new(),
             stopping: false,
         })
@@ -79,6 +99,7 @@ impl<H: Handler> EventLoop<H> {
     pub(crate) fn run(mut self) {
         let mut events = Events::new();
         let mut done = Vec::new();
+        let mut accepted = Vec::new();
         let mut again = Vec::new();
         loop {
             let now = Instant::now();
@@ -105,6 +126,13 @@ impl<H: Handler> EventLoop<H> {
                 } else {
                     self.ready(ev.key, now);
                 }
+            }
+            self.accepted.take(&mut accepted);
+            for (stream, peer, open) in accepted.drain(..) {
+                if self.stopping {
+                    break;
+                }
+                self.add(stream, peer, open, now);
             }
             self.completions.take(&mut done);
             for d in done.drain(..) {
@@ -221,32 +249,21 @@ impl<H: Handler> EventLoop<H> {
     }
 
     fn accept(&mut self, now: Instant) {
-        let Some(listener) = &self.listener else {
-            return;
-        };
         for _ in 0..ACCEPT_BUDGET {
-            match listener.get().accept() {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let accepted = listener.get().accept();
+            match accepted {
                 Ok((stream, peer)) => {
                     self.backoff = BACKOFF_MIN;
                     if prepare(&stream).is_err() {
                         continue;
                     }
-                    let Some(open) = self.control.admit(self.cfg.max_connections) else {
-                        refuse(&stream);
-                        continue;
-                    };
-                    let key = self.conns.vacant_key();
-                    let Ok(socket) =
-                        Registered::new(self.poller.clone(), stream, Event::readable(key))
-                    else {
-                        continue;
-                    };
-                    self.next_id += 1;
-                    let mut conn = Connection::new(socket, self.next_id, peer, now, open);
-                    let deadline = now + self.cfg.header_read_timeout;
-                    conn.deadline = Some(deadline);
-                    self.timers.insert((deadline, key));
-                    self.conns.insert(conn);
+                    match self.control.admit(self.cfg.max_connections) {
+                        Some(open) => self.add(stream, peer, open, now),
+                        None => refuse(&stream),
+                    }
                 }
                 Err(e) => match classify_accept_error(&e) {
                     AcceptError::Drained => break,
@@ -266,6 +283,20 @@ impl<H: Handler> EventLoop<H> {
                 log::error!("listener re-arm failed");
             }
         }
+    }
+
+    /// Registers a new connection, armed for its first request.
+    fn add(&mut self, stream: TcpStream, peer: SocketAddr, open: OpenGuard, now: Instant) {
+        let key = self.conns.vacant_key();
+        let Ok(socket) = Registered::new(self.poller.clone(), stream, Event::readable(key)) else {
+            return;
+        };
+        self.next_id += 1;
+        let mut conn = Connection::new(socket, self.next_id, peer, now, open);
+        let deadline = now + self.cfg.header_read_timeout;
+        conn.deadline = Some(deadline);
+        self.timers.insert((deadline, key));
+        self.conns.insert(conn);
     }
 
     /// Stop accepting; run every connection once so a request already in its socket buffer is

@@ -25,9 +25,10 @@
 
 mod connection;
 mod event_loop;
+mod inbox;
 mod pool;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -35,7 +36,9 @@ use std::time::Duration;
 use polling::Poller;
 
 use crate::engine::{Control, Running, spawn};
+use crate::net::acceptor::Acceptor;
 use crate::{Error, Handler, Limits, ShutdownHandle};
+use inbox::Inbox;
 
 /// Where handlers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +47,20 @@ pub enum Dispatch {
     Inline,
     /// On this many worker threads; answers return to the owning loop. For handlers that block.
     Pool(usize),
+}
+
+/// How new connections reach the loops.
+///
+/// Measured here (2 cores, `bench/results/2026-11-22-reactor-accept-modes.md`, medians of 3
+/// interleaved runs): `ReusePort` 107k vs `Thread` 94k req/s at 256 keep-alive connections and 21.0k
+/// vs 20.4k with `Connection: close`; `Thread` 111k vs 103k at 64 connections, within the spread.
+/// `ReusePort` is the default: as fast or faster, and one thread fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accept {
+    /// Each loop has its own `SO_REUSEPORT` listener and the kernel spreads connections.
+    ReusePort,
+    /// One acceptor thread hands connections to the loops round-robin.
+    Thread,
 }
 
 /// Settings shared by a reactor's loops.
@@ -62,6 +79,7 @@ pub(crate) struct Config {
 pub struct Builder {
     loops: usize,
     dispatch: Dispatch,
+    accept: Accept,
     cfg: Config,
 }
 
@@ -70,6 +88,7 @@ impl Default for Builder {
         Builder {
             loops: thread::available_parallelism().map_or(1, |n| n.get()),
             dispatch: Dispatch::Inline,
+            accept: Accept::ReusePort,
             cfg: Config {
                 max_connections: 16_384,
                 header_read_timeout: Duration::from_secs(10),
@@ -95,6 +114,12 @@ impl Builder {
             Dispatch::Pool(n) => Dispatch::Pool(n.max(1)),
             inline => inline,
         };
+        self
+    }
+
+    /// How new connections reach the loops. Default: [`Accept::ReusePort`].
+    pub fn accept(mut self, a: Accept) -> Self {
+        self.accept = a;
         self
     }
 
@@ -141,39 +166,75 @@ impl Builder {
     ///
     /// When the address cannot be bound or a thread or poller cannot be created.
     pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Reactor, Error> {
-        let listeners = crate::net::bind_reuse_port(addr, self.loops)?;
-        let local_addr = listeners.first().map(|l| l.local_addr()).transpose()?;
-        let local_addr = local_addr.ok_or_else(|| {
-            Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
-        })?;
+        let (listeners, shared_listener) = match self.accept {
+            Accept::ReusePort => (
+                crate::net::bind_reuse_port(addr, self.loops)?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+                None,
+            ),
+            Accept::Thread => (
+                (0..self.loops).map(|_| None).collect::<Vec<_>>(),
+                Some(crate::net::bind(addr)?),
+            ),
+        };
+        let first = listeners
+            .iter()
+            .flatten()
+            .next()
+            .or(shared_listener.as_ref());
+        let local_addr = first
+            .map(TcpListener::local_addr)
+            .transpose()?
+            .ok_or_else(|| {
+                Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
+            })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::default());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
-        let mut pollers = Vec::new();
+        let mut wakers = Vec::new();
+        let mut inboxes = Vec::new();
         for (i, listener) in listeners.into_iter().enumerate() {
             let poller = Arc::new(Poller::new()?);
-            let completions = Arc::new(pool::Completions::new(poller.clone()));
+            let completions = Arc::new(Inbox::new(poller.clone()));
+            let accepted = Arc::new(Inbox::new(poller.clone()));
             let pool = match self.dispatch {
                 Dispatch::Pool(_) => {
                     Some(pool::PoolSender::new(jobs_tx.clone(), completions.clone()))
                 }
                 Dispatch::Inline => None,
             };
-            let ev = event_loop::EventLoop::new(
-                poller.clone(),
+            let ev = event_loop::EventLoop::new(event_loop::Parts {
+                poller: poller.clone(),
                 listener,
-                handler.clone(),
-                cfg.clone(),
-                control.clone(),
+                handler: handler.clone(),
+                cfg: cfg.clone(),
+                control: control.clone(),
                 pool,
                 completions,
-            )?;
-            pollers.push(poller);
+                accepted: accepted.clone(),
+            })?;
+            wakers.push(poller);
+            inboxes.push(accepted);
             threads.push(spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
         }
         drop(jobs_tx);
+        if let Some(listener) = shared_listener {
+            let acceptor = Acceptor::new(listener, control.clone(), cfg.max_connections)?;
+            wakers.push(acceptor.waker());
+            threads.push(spawn("twinhttp-accept", move || {
+                let mut next = 0usize;
+                acceptor.run(|stream, peer, open| {
+                    if let Some(inbox) = inboxes.get(next % inboxes.len().max(1)) {
+                        inbox.push((stream, peer, open));
+                    }
+                    next = next.wrapping_add(1);
+                })
+            })?);
+        }
         if let Dispatch::Pool(n) = self.dispatch {
             for i in 0..n {
                 let (handler, jobs) = (handler.clone(), jobs_rx.clone());
@@ -182,7 +243,7 @@ impl Builder {
                 })?);
             }
         }
-        Ok(Reactor(Running::new(local_addr, control, pollers, threads)))
+        Ok(Reactor(Running::new(local_addr, control, wakers, threads)))
     }
 }
 

@@ -3,11 +3,11 @@
 
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
-use polling::Poller;
+
+use super::inbox::Inbox;
 
 use crate::http::request::RequestHead;
 use crate::{Handler, Request, Response};
@@ -30,50 +30,16 @@ pub(crate) struct Done {
     pub(crate) outcome: std::thread::Result<Response>,
 }
 
-/// One loop's completion queue.
-pub(crate) struct Completions {
-    done: Mutex<Vec<Done>>,
-    /// Set while a wake-up is pending, so a burst of answers costs one `notify`.
-    notified: AtomicBool,
-    poller: Arc<Poller>,
-}
-
-impl Completions {
-    pub(crate) fn new(poller: Arc<Poller>) -> Self {
-        Completions {
-            done: Mutex::new(Vec::new()),
-            notified: AtomicBool::new(false),
-            poller,
-        }
-    }
-
-    fn push(&self, done: Done) {
-        self.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(done);
-        if !self.notified.swap(true, Ordering::AcqRel) {
-            let _ = self.poller.notify();
-        }
-    }
-
-    /// Takes every answer that arrived (the loop calls this after each wake-up).
-    pub(crate) fn take(&self, into: &mut Vec<Done>) {
-        self.notified.store(false, Ordering::Release);
-        into.append(&mut self.done.lock().unwrap_or_else(|e| e.into_inner()));
-    }
-}
-
 /// A loop's handle on the pool: the job queue and where its answers go.
 pub(crate) struct PoolSender {
-    jobs: Sender<(Job, Arc<Completions>)>,
-    completions: Arc<Completions>,
+    jobs: Sender<(Job, Arc<Inbox<Done>>)>,
+    completions: Arc<Inbox<Done>>,
 }
 
 impl PoolSender {
     pub(crate) fn new(
-        jobs: Sender<(Job, Arc<Completions>)>,
-        completions: Arc<Completions>,
+        jobs: Sender<(Job, Arc<Inbox<Done>>)>,
+        completions: Arc<Inbox<Done>>,
     ) -> Self {
         PoolSender { jobs, completions }
     }
@@ -85,7 +51,7 @@ impl PoolSender {
 }
 
 /// A pool worker: runs the handler for each job and sends the answer back.
-pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Completions>)>) {
+pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>>)>) {
     while let Ok((job, reply)) = jobs.recv() {
         let mut reader: &[u8] = &job.body;
         let outcome = catch_unwind(AssertUnwindSafe(|| {

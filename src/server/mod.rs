@@ -8,7 +8,7 @@
 //! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison.
 //!
 //! ```no_run
-//! use std::time::Duration;
+//! use std::time::{Duration, Instant};
 //! use twinhttp::{Request, Response, server::Server};
 //!
 //! let server = Server::builder()
@@ -20,16 +20,16 @@
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
 
-mod acceptor;
 mod park;
 mod worker;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running, spawn};
+use crate::net::acceptor::Acceptor;
 use crate::{Error, Handler, Limits, ShutdownHandle};
 
 /// Settings for a [`Server`]; every setter documents its default.
@@ -173,10 +173,15 @@ impl Builder {
             control: control.clone(),
         });
         let mut threads = Vec::new();
-        let acceptor =
-            acceptor::Acceptor::new(listener, tx.clone(), control.clone(), self.max_connections)?;
+        let acceptor = Acceptor::new(listener, control.clone(), self.max_connections)?;
         let waker = acceptor.waker();
-        threads.push(spawn("twinhttp-accept", move || acceptor.run())?);
+        let queue = tx.clone();
+        threads.push(spawn("twinhttp-accept", move || {
+            // Blocks while the queue is full: backpressure into the kernel's accept backlog.
+            acceptor.run(|stream, peer, open| {
+                drop(queue.send(worker::Job::new(stream, peer, open, Instant::now())));
+            })
+        })?);
         if let Some(p) = parker.clone() {
             let tx = tx.clone();
             threads.push(spawn("twinhttp-park", move || p.run(&tx))?);

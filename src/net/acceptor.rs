@@ -1,16 +1,15 @@
-//! The accept loop: one thread, a non-blocking listener in a poller, connections handed to the
-//! worker queue. It survives descriptor exhaustion (back off, keep serving) and refuses
+//! An accept loop on its own thread, shared by both engines: a non-blocking listener in a poller,
+//! each admitted connection delivered to a closure (the server's worker queue, or the reactor's
+//! loops round-robin). It survives descriptor exhaustion (back off, keep serving) and refuses
 //! connections over the limit with a 503.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::Sender;
 use polling::{Event, Events, Poller};
 
-use super::worker::Job;
-use crate::engine::{Control, wait_events};
+use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
 use crate::net::{AcceptError, classify_accept_error, prepare, refuse};
 
@@ -24,7 +23,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 pub(crate) struct Acceptor {
     listener: Registered<TcpListener>,
     poller: Arc<Poller>,
-    queue: Sender<Job>,
     control: Arc<Control>,
     max_connections: usize,
 }
@@ -32,7 +30,6 @@ pub(crate) struct Acceptor {
 impl Acceptor {
     pub(crate) fn new(
         listener: TcpListener,
-        queue: Sender<Job>,
         control: Arc<Control>,
         max_connections: usize,
     ) -> std::io::Result<Self> {
@@ -41,7 +38,6 @@ impl Acceptor {
         Ok(Acceptor {
             listener,
             poller,
-            queue,
             control,
             max_connections,
         })
@@ -52,7 +48,9 @@ impl Acceptor {
         self.poller.clone()
     }
 
-    pub(crate) fn run(self) {
+    /// Accepts until shutdown, handing each admitted connection (non-blocking, `TCP_NODELAY`)
+    /// to `deliver`, which may block (backpressure into the kernel's accept backlog).
+    pub(crate) fn run(self, mut deliver: impl FnMut(TcpStream, SocketAddr, OpenGuard)) {
         let mut events = Events::new();
         let mut backoff = BACKOFF_MIN;
         loop {
@@ -64,7 +62,13 @@ impl Acceptor {
                 match self.listener.get().accept() {
                     Ok((stream, peer)) => {
                         backoff = BACKOFF_MIN;
-                        self.admit(stream, peer);
+                        if prepare(&stream).is_err() {
+                            continue;
+                        }
+                        match self.control.admit(self.max_connections) {
+                            Some(open) => deliver(stream, peer, open),
+                            None => refuse(&stream),
+                        }
                     }
                     Err(e) => match classify_accept_error(&e) {
                         AcceptError::Drained => break,
@@ -86,18 +90,5 @@ impl Acceptor {
                 std::thread::sleep(backoff);
             }
         }
-    }
-
-    fn admit(&self, stream: TcpStream, peer: SocketAddr) {
-        if prepare(&stream).is_err() {
-            return;
-        }
-        let Some(guard) = self.control.admit(self.max_connections) else {
-            refuse(&stream);
-            return;
-        };
-        let job = Job::new(stream, peer, guard, Instant::now());
-        // Blocks while the queue is full: backpressure into the kernel's accept backlog.
-        drop(self.queue.send(job));
     }
 }
