@@ -1,0 +1,114 @@
+//! Heap allocations per keep-alive request on the hello path, for each engine configuration.
+//! A counting global allocator counts every allocation in this process; the client below
+//! allocates nothing while measuring (a static request, a fixed read buffer), so what is counted
+//! is the server's. The only test in this binary, so nothing else allocates meanwhile.
+#![cfg(feature = "server")]
+mod support;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use support::{Config, Engine, start_with};
+use twinhttp::{Request, Response};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call forwards to the system allocator unchanged; the counter is an atomic.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn hello(_: &mut Request<'_>) -> Response {
+    Response::text("Hello, World!")
+}
+
+const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: alloc\r\n\r\n";
+
+/// One request and its whole response, without allocating: the response has a fixed length
+/// (the Date value always has 29 bytes), learned on the first exchange.
+fn exchange(s: &mut std::net::TcpStream, buf: &mut [u8; 512], len: usize) {
+    s.write_all(REQUEST).expect("send");
+    s.read_exact(&mut buf[..len]).expect("response");
+}
+
+fn response_len(s: &mut std::net::TcpStream) -> usize {
+    s.write_all(REQUEST).expect("send");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        let n = s.read(&mut buf).expect("read");
+        got.extend_from_slice(&buf[..n]);
+        if got.ends_with(b"Hello, World!") {
+            return got.len();
+        }
+    }
+}
+
+fn per_request(engine: Engine) -> f64 {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 2,
+            ..Config::default()
+        },
+        hello,
+    );
+    let mut s = std::net::TcpStream::connect(srv.addr).expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    let len = response_len(&mut s);
+    let mut buf = [0u8; 512];
+    for _ in 0..1000 {
+        exchange(&mut s, &mut buf, len); // warm-up: pools, caches, the Date of this second
+    }
+    const N: u64 = 20_000;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..N {
+        exchange(&mut s, &mut buf, len);
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    (after - before) as f64 / N as f64
+}
+
+#[test]
+fn allocations_per_keep_alive_request() {
+    let mut report = String::new();
+    let mut results = Vec::new();
+    for engine in [
+        Engine::ReactorInline,
+        Engine::ReactorPool,
+        Engine::Server,
+        Engine::ServerNoPark,
+    ] {
+        let a = per_request(engine);
+        report.push_str(&format!("{engine:?}: {a:.3} allocations per request\n"));
+        results.push((engine, a));
+    }
+    println!("{report}");
+    for (engine, a) in results {
+        match engine {
+            // The target: the event-driven hello path allocates nothing.
+            Engine::ReactorInline => assert!(a < 0.01, "{report}"),
+            // The others hand requests between threads; a regression guard, not a target.
+            _ => assert!(a < 4.0, "{report}"),
+        }
+    }
+}
