@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::Config;
 use super::pool::{Job, PoolSender};
+use super::pools::Pools;
 use crate::engine::OpenGuard;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
@@ -24,51 +25,6 @@ use crate::{Handler, Request, Response};
 const REQUEST_BUDGET: u32 = 64;
 /// Bytes of a streamed response body produced per step.
 const STREAM_PIECE: usize = 16 * 1024;
-
-/// Buffers and heads lent to connections while bytes flow, taken back when they go idle.
-#[derive(Default)]
-pub(crate) struct Pools {
-    reads: Vec<ReadBuf>,
-    writes: Vec<Vec<u8>>,
-    // Boxed: a head moves between a connection, the pool and pool jobs as one pointer, and an
-    // idle connection's slot stays small.
-    #[allow(clippy::vec_box)]
-    heads: Vec<Box<RequestHead>>,
-}
-
-/// Pooled items kept at most; more are freed.
-const POOL_KEEP: usize = 256;
-
-impl Pools {
-    fn read(&mut self) -> ReadBuf {
-        self.reads.pop().unwrap_or_default()
-    }
-    fn give_read(&mut self, mut b: ReadBuf) {
-        if self.reads.len() < POOL_KEEP {
-            b.reset();
-            self.reads.push(b);
-        }
-    }
-    fn write(&mut self) -> Vec<u8> {
-        self.writes
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(16 * 1024))
-    }
-    fn give_write(&mut self, mut b: Vec<u8>) {
-        if self.writes.len() < POOL_KEEP && b.capacity() <= 256 * 1024 {
-            b.clear();
-            self.writes.push(b);
-        }
-    }
-    pub(crate) fn head(&mut self) -> Box<RequestHead> {
-        self.heads.pop().unwrap_or_default()
-    }
-    pub(crate) fn give_head(&mut self, h: Box<RequestHead>) {
-        if self.heads.len() < POOL_KEEP && h.buf.capacity() <= 64 * 1024 {
-            self.heads.push(h);
-        }
-    }
-}
 
 /// What the loop needs to run a connection's step.
 pub(crate) struct Cx<'a, H> {

@@ -10,9 +10,10 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::Config;
-use super::connection::{Connection, Cx, Next, Pools};
+use super::connection::{Connection, Cx, Next};
 use super::inbox::Inbox;
 use super::pool::{Done, PoolSender};
+use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;

@@ -27,6 +27,7 @@ mod connection;
 mod event_loop;
 mod inbox;
 mod pool;
+mod pools;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
