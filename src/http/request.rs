@@ -102,13 +102,36 @@ impl RequestHead {
         self.str(self.target)
     }
 
-    pub(crate) fn path(&self) -> &str {
+    /// The target without scheme and authority when it is in absolute-form
+    /// (`http://host/p?q` → `/p?q`, RFC 9112 §3.2.2); other forms as sent.
+    fn origin_target(&self) -> &str {
         let t = self.target();
-        t.split_once('?').map_or(t, |(p, _)| p)
+        let rest = match t.get(..8) {
+            Some(s) if s.eq_ignore_ascii_case("https://") => &t[8..],
+            _ => match t.get(..7) {
+                Some(s) if s.eq_ignore_ascii_case("http://") => &t[7..],
+                _ => return t,
+            },
+        };
+        match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+            // `http://host?q` has an empty path, which is `/`; the query is still found by `?`.
+            Some(i) => &rest[i..],
+            None => "/",
+        }
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        let t = self.origin_target();
+        match t.split_once('?') {
+            Some(("", _)) => "/",
+            Some((p, _)) => p,
+            None => t,
+        }
     }
 
     pub(crate) fn query(&self) -> Option<&str> {
-        self.target().split_once('?').map(|(_, q)| q)
+        self.origin_target().split_once('?').map(|(_, q)| q)
     }
 
     pub(crate) fn header_bytes(&self, name: &str) -> Option<&[u8]> {
@@ -171,7 +194,9 @@ impl<'a> Request<'a> {
         self.head.target()
     }
 
-    /// The target up to any `?`, e.g. `"/search"`. Not percent-decoded.
+    /// The path: the target up to any `?`, e.g. `"/search"`, with scheme and authority removed
+    /// from an absolute-form target (`http://example.com/search` → `"/search"`). Not
+    /// percent-decoded.
     pub fn path(&self) -> &str {
         self.head.path()
     }
@@ -259,5 +284,38 @@ impl Read for RequestBody<'_> {
 impl fmt::Debug for RequestBody<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RequestBody")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+    use crate::http::parse::parse_head;
+
+    #[test]
+    fn target_forms() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("/a/b?x=1", "/a/b", Some("x=1")),
+            ("/", "/", None),
+            ("http://example.com/a?x", "/a", Some("x")),
+            ("HTTPS://example.com:8443/a/b", "/a/b", None),
+            ("http://example.com", "/", None),
+            ("http://example.com?q=1", "/", Some("q=1")),
+            ("*", "*", None),
+            ("example.com:443", "example.com:443", None),
+        ];
+        for (target, path, query) in cases {
+            let req = format!("OPTIONS {target} HTTP/1.1\r\nHost: example.com\r\n\r\n");
+            let mut head = RequestHead::default();
+            assert!(
+                matches!(
+                    parse_head(req.as_bytes(), &Limits::default(), &mut head),
+                    Ok(Some(_))
+                ),
+                "{target}"
+            );
+            assert_eq!((head.path(), head.query()), (*path, *query), "{target}");
+        }
     }
 }
