@@ -8,10 +8,13 @@
 //! `cargo run --release --example idle_conns -- [N] [-- extra hello flags]`
 //! (`IDLE_CONNS=N` also sets N; default 10,000.) Linux only.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use support::child::{ChildServer, raise_fd_limit};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,15 +33,7 @@ fn main() {
     if want < n {
         eprintln!("open-files limit {limit}: holding {want} connections instead of {n}");
     }
-    let exe = std::env::current_exe().expect("own path");
-    let hello = exe.parent().expect("examples dir").join("hello");
-    if !hello.exists() {
-        eprintln!(
-            "build the server first: cargo build --release --example hello --features server"
-        );
-        std::process::exit(2);
-    }
-    let server = Server::start(&hello, &extra);
+    let server = ChildServer::start("hello", &extra);
     let label = if extra.is_empty() {
         "hello (defaults)".to_owned()
     } else {
@@ -49,7 +44,7 @@ fn main() {
     request(&mut warm).expect("warm-up request");
     drop(warm);
     std::thread::sleep(Duration::from_millis(500));
-    let (threads0, rss0) = server.status();
+    let (threads0, rss0) = status(&server);
 
     let started = Instant::now();
     let mut held = Vec::with_capacity(want);
@@ -63,7 +58,7 @@ fn main() {
     }
     let opened = started.elapsed();
     std::thread::sleep(Duration::from_secs(2));
-    let (threads1, rss1) = server.status();
+    let (threads1, rss1) = status(&server);
     // Still open and served? One more request on a sample of the held connections.
     let sample = held.len().min(100);
     let alive = held
@@ -87,51 +82,19 @@ fn main() {
     server.stop();
 }
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(bin: &std::path::Path, extra: &[String]) -> Server {
-        let mut child = Command::new(bin)
-            .args(["--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn hello");
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().expect("stderr"))
-            .read_line(&mut line)
-            .expect("address line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        Server { child, addr }
-    }
-
-    /// (threads, VmRSS KiB) of the server process.
-    fn status(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("Threads:"), field("VmRSS:"))
-    }
-
-    fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// (threads, VmRSS KiB) of the server process, from `/proc/PID/status`.
+fn status(server: &ChildServer) -> (u64, u64) {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("Threads:"), field("VmRSS:"))
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
@@ -164,13 +127,4 @@ fn request(s: &mut TcpStream) -> std::io::Result<()> {
             }
         }
     }
-}
-
-/// Raises the soft open-files limit to the hard one (children inherit it); returns it.
-fn raise_fd_limit() -> u64 {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut lim = getrlimit(Resource::Nofile);
-    lim.current = lim.maximum;
-    let _ = setrlimit(Resource::Nofile, lim);
-    getrlimit(Resource::Nofile).current.unwrap_or(1024)
 }

@@ -7,12 +7,15 @@
 //!
 //! `cargo run --release --example paced_load -- [--users 100] [--seconds 10] [--interval-ms 100] [-- demo flags]`
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use support::child::{ChildServer, raise_fd_limit};
 
 #[derive(Default)]
 struct Tally {
@@ -40,28 +43,8 @@ fn main() {
     let interval = Duration::from_millis(opt("--interval-ms", 100));
     raise_fd_limit();
 
-    let exe = std::env::current_exe().expect("own path");
-    let demo = exe.parent().expect("examples dir").join("demo");
-    if !demo.exists() {
-        eprintln!("build the server first: cargo build --release --example demo --features server");
-        std::process::exit(2);
-    }
-    let mut child = Command::new(&demo)
-        .args(["--addr", "127.0.0.1:0"])
-        .args(&server_flags)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn demo");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("address");
-    let addr: SocketAddr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let server = ChildServer::start("demo", &server_flags);
+    let addr = server.addr;
 
     let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Mutex::new(Tally::default()));
@@ -83,8 +66,7 @@ fn main() {
         let _ = t.join();
     }
     let elapsed = start.elapsed();
-    let _ = child.kill();
-    let _ = child.wait();
+    server.stop();
 
     let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
     t.latencies_us.sort_unstable();
@@ -174,11 +156,4 @@ fn read_echo(s: &mut TcpStream, buf: &mut [u8; 1024]) -> bool {
             return false;
         }
     }
-}
-
-fn raise_fd_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut lim = getrlimit(Resource::Nofile);
-    lim.current = lim.maximum;
-    let _ = setrlimit(Resource::Nofile, lim);
 }

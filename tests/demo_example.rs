@@ -1,22 +1,25 @@
 //! The RFC rules probed with raw bytes against the `demo` example binary itself, and the accept
 //! loop surviving descriptor exhaustion (the binary run under a low `ulimit -n`).
 #![cfg(feature = "server")]
+#[path = "../examples/support/child.rs"]
+#[allow(dead_code)]
+mod child;
 mod support;
-use std::io::{BufRead, BufReader};
+use child::ChildServer;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{Client, probe};
 
 /// The `demo` example, started on an ephemeral port; killed (by PID) when dropped.
 struct Demo {
-    child: Child,
+    server: ChildServer,
     addr: SocketAddr,
 }
 
 impl Demo {
-    /// Starts `demo` with extra flags (e.g. `--engine reactor`).
+    /// Starts `demo` with extra flags (e.g. `--engine reactor`), optionally under `ulimit -n`.
     fn start_with(ulimit_n: Option<u32>, flags: &[&str]) -> Demo {
         // target/<profile>/deps/<this test> → target/<profile>/examples/demo
         let exe = std::env::current_exe().expect("test exe");
@@ -30,14 +33,15 @@ impl Demo {
             "{} is built by `cargo test --features server`",
             demo.display()
         );
-        let mut cmd = match ulimit_n {
+        let cmd = match ulimit_n {
             Some(n) => {
                 let mut c = Command::new("sh");
                 c.arg("-c")
                     .arg(format!(
-                        "ulimit -n {n} && exec \"$0\" --addr 127.0.0.1:0 --threads 4"
+                        "ulimit -n {n} && exec \"$0\" --addr 127.0.0.1:0 --threads 4 \"$@\""
                     ))
-                    .arg(&demo);
+                    .arg(&demo)
+                    .args(flags);
                 c
             }
             None => {
@@ -46,30 +50,20 @@ impl Demo {
                 c
             }
         };
-        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn demo");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut line = String::new();
-        BufReader::new(stderr)
-            .read_line(&mut line)
-            .expect("demo prints its address");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        Demo { child, addr }
+        let server = ChildServer::spawn(cmd);
+        let addr = server.addr;
+        Demo { server, addr }
     }
 
     fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        matches!(self.server.child.try_wait(), Ok(None))
     }
 }
 
 impl Drop for Demo {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.server.child.kill();
+        let _ = self.server.child.wait();
     }
 }
 

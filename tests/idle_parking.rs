@@ -5,7 +5,7 @@
 mod support;
 use std::time::Duration;
 
-use support::{Client, Config, Engine, app, start_with, thread_count};
+use support::{Client, Config, Engine, app, raise_fd_limit, start_with, thread_count};
 
 #[test]
 fn thousand_idle_connections_on_two_workers() {
@@ -19,9 +19,7 @@ fn thousand_idle_connections_on_two_workers() {
         app,
     );
     // 1,000 connections need 2,000 descriptors in this process (both ends).
-    let mut lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    lim.current = lim.maximum;
-    let _ = rustix::process::setrlimit(rustix::process::Resource::Nofile, lim);
+    raise_fd_limit();
     let threads_before = thread_count();
     let mut clients: Vec<Client> = (0..1000).map(|_| Client::new(srv.addr)).collect();
     for c in &mut clients {

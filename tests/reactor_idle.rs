@@ -3,13 +3,7 @@
 //! its own.
 #![cfg(feature = "server")]
 mod support;
-use support::{Client, Config, Engine, app, start_with, thread_count};
-
-fn raise_fd_limit() {
-    let mut lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    lim.current = lim.maximum;
-    let _ = rustix::process::setrlimit(rustix::process::Resource::Nofile, lim);
-}
+use support::{Client, Config, Engine, app, raise_fd_limit, start_with, thread_count};
 
 fn idle_connections_and_a_pipelining_client(engine: Engine) {
     raise_fd_limit();

@@ -1,6 +1,8 @@
 //! Command-line options shared by the examples, and starting the chosen engine.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

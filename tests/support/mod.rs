@@ -373,3 +373,11 @@ pub fn thread_count() -> usize {
         })
         .unwrap_or(0)
 }
+
+/// Raises this process's open-files soft limit to the hard limit (tests holding 1,000
+/// connections need both ends' descriptors).
+pub fn raise_fd_limit() {
+    let mut lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    lim.current = lim.maximum;
+    let _ = rustix::process::setrlimit(rustix::process::Resource::Nofile, lim);
+}
