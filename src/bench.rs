@@ -2,12 +2,13 @@
 
 use std::io::{self, Read};
 
+use crate::handler::answer;
 use crate::http::body::{BodyReader, Decoder, Source};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Conn, State};
 use crate::http::parse::parse_head;
 use crate::http::request::{BodyFraming, RequestHead};
-use crate::{Handler, Limits, Request};
+use crate::{Handler, Limits};
 
 /// Parses request heads with reused storage, as an engine does.
 #[derive(Default)]
@@ -103,18 +104,17 @@ impl Pipeline {
                 _ => return answered,
             };
             let mut reader = BodyReader::new(decoder, &mut self.buf, Feed(rest), false);
-            let mut resp = {
-                let mut req = Request::new(&self.head, &mut reader, None);
-                handler.handle(&mut req)
-            };
+            let answered_now = answer(handler, &self.head, &mut reader, None);
             let mut sink = [0u8; 4096];
             while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
             rest = reader.source.0;
-            let mut enc = self
-                .conn
-                .write_head(&self.head, &resp, true, false, &mut self.out);
-            let body = resp.take_body();
-            Conn::write_full_body(&mut enc, &body.kind, &mut self.out);
+            self.conn.write_response(
+                &self.head,
+                answered_now.response,
+                true,
+                false,
+                &mut self.out,
+            );
             answered += 1;
             if self.conn.state() == State::Closing || (self.buf.is_empty() && rest.is_empty()) {
                 return answered;

@@ -1,7 +1,11 @@
 //! The one `Handler` trait both engines run.
 
+use std::io::Read;
+use std::net::SocketAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use crate::http::request::RequestHead;
 use crate::{Request, Response};
 
 /// Turns a request into a response. One trait for both engines: the same value runs on the
@@ -48,5 +52,38 @@ where
 impl<H: Handler + ?Sized> Handler for Arc<H> {
     fn handle(&self, req: &mut Request<'_>) -> Response {
         (**self).handle(req)
+    }
+}
+
+/// A handler's answer to one request, as every engine needs it.
+pub(crate) struct Answer {
+    pub(crate) response: Response,
+    /// The handler panicked; `response` is a 500 and the connection must close.
+    pub(crate) panicked: bool,
+}
+
+/// Runs `handler` for one request. A panic is caught, logged, and answered with a 500, so it
+/// costs one request and never an engine thread.
+pub(crate) fn answer<H: Handler + ?Sized>(
+    handler: &H,
+    head: &RequestHead,
+    body: &mut dyn Read,
+    peer: Option<SocketAddr>,
+) -> Answer {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        handler.handle(&mut Request::new(head, body, peer))
+    }));
+    match outcome {
+        Ok(response) => Answer {
+            response,
+            panicked: false,
+        },
+        Err(_) => {
+            log::error!("handler panicked; answering 500");
+            Answer {
+                response: Response::new(500),
+                panicked: true,
+            }
+        }
     }
 }

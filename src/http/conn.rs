@@ -190,19 +190,33 @@ impl Conn {
         encoder
     }
 
-    /// Writes a body known in full (static or owned bytes) through `encoder`; true when the
-    /// whole body was written. Streaming bodies are the engine's to pump.
-    pub(crate) fn write_full_body(
-        encoder: &mut Encoder,
-        body: &BodyKind,
+    /// Writes the response: its head and, for a body known in full, the body. Returns a
+    /// streamed body still to be written through its encoder, piece by piece as the engine's
+    /// socket takes it (none for a full body, HEAD, 204 or 304).
+    pub(crate) fn write_response(
+        &mut self,
+        head: &RequestHead,
+        mut resp: Response,
+        body_in_sync: bool,
+        closing: bool,
         out: &mut Vec<u8>,
-    ) -> bool {
-        match body {
-            BodyKind::Static(b) => encoder.encode(b, out),
-            BodyKind::Bytes(b) => encoder.encode(b, out),
-            BodyKind::Reader(..) | BodyKind::Chunks(_) => return false,
+    ) -> Option<(Encoder, BodyKind)> {
+        let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
+        match resp.take_body().kind {
+            BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
+            BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
+            _ if encoder == Encoder::Skip => {}
+            kind => return Some((encoder, kind)),
         }
-        encoder.finish(out)
+        None
+    }
+
+    /// Writes a body known in full; a Content-Length body that does not match closes.
+    fn write_full_body(&mut self, encoder: &mut Encoder, body: &[u8], out: &mut Vec<u8>) {
+        encoder.encode(body, out);
+        if !encoder.finish(out) {
+            self.abort();
+        }
     }
 
     /// Marks the connection as closing after a response body could not be completed.
@@ -248,7 +262,7 @@ mod tests {
     use super::*;
     use crate::Body;
 
-    fn respond(req: &[u8], resp: Response) -> (String, Encoder, State) {
+    fn respond(req: &[u8], resp: Response) -> (String, State) {
         let mut buf = ReadBuf::new();
         buf.push(req);
         let mut head = RequestHead::default();
@@ -256,14 +270,8 @@ mod tests {
         let dec = conn.recv_head(&mut buf, &mut head, &Limits::default());
         assert!(matches!(dec, Ok(Some(_))), "{dec:?}");
         let mut out = Vec::new();
-        let mut enc = conn.write_head(&head, &resp, true, false, &mut out);
-        let kind = &resp.body().kind;
-        Conn::write_full_body(&mut enc, kind, &mut out);
-        (
-            String::from_utf8_lossy(&out).into_owned(),
-            enc,
-            conn.state(),
-        )
+        conn.write_response(&head, resp, true, false, &mut out);
+        (String::from_utf8_lossy(&out).into_owned(), conn.state())
     }
 
     fn without_date(s: &str) -> String {
@@ -349,7 +357,7 @@ mod tests {
             ),
         ];
         for (req, resp, want, state) in cases {
-            let (got, _, st) = respond(req, resp);
+            let (got, st) = respond(req, resp);
             assert_eq!(without_date(&got), want, "{}", String::from_utf8_lossy(req));
             assert_eq!(st, state, "{}", String::from_utf8_lossy(req));
             assert!(got.contains("Date: ") && got.contains(" GMT\r\n"));

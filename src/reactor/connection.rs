@@ -12,14 +12,15 @@ use std::time::Instant;
 use super::Config;
 use super::pool::{Job, PoolSender};
 use super::pools::Pools;
+use crate::Handler;
 use crate::engine::OpenGuard;
+use crate::handler::{Answer, answer};
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::sys::Registered;
-use crate::{Handler, Request, Response};
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
@@ -241,11 +242,11 @@ impl Connection {
     pub(crate) fn complete<H: Handler>(
         &mut self,
         head: Box<RequestHead>,
-        outcome: std::thread::Result<Response>,
+        answered: Answer,
         cx: &mut Cx<'_, H>,
     ) {
         self.head = Some(head);
-        self.respond(outcome, cx);
+        self.respond(answered, cx);
     }
 
     fn wait<H>(&self, read: bool, write: bool, cx: &Cx<'_, H>) -> Next {
@@ -407,49 +408,22 @@ impl Connection {
         let Some(head) = self.head.as_deref() else {
             return Step::NeedInput;
         };
-        let mut reader: &[u8] = &body;
-        let handler = cx.handler;
-        let peer = self.peer;
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let mut req = Request::new(head, &mut reader, peer);
-            handler.handle(&mut req)
-        }));
-        self.respond(outcome, cx);
+        let answered = answer(cx.handler, head, &mut &body[..], self.peer);
+        self.respond(answered, cx);
         Step::Answered
     }
 
     /// Queues the response to the current request.
-    fn respond<H>(&mut self, outcome: std::thread::Result<Response>, cx: &mut Cx<'_, H>) {
-        let (mut resp, panicked) = match outcome {
-            Ok(r) => (r, false),
-            Err(_) => {
-                log::error!("handler panicked; answering 500");
-                (Response::new(500), true)
-            }
-        };
+    fn respond<H>(&mut self, answered: Answer, cx: &mut Cx<'_, H>) {
         let out = Self::out(&mut self.write, cx.pools);
         let Some(head) = self.head.as_deref() else {
             return;
         };
-        let mut encoder = self
+        let closing = cx.closing || answered.panicked;
+        let streamed = self
             .http
-            .write_head(head, &resp, true, cx.closing || panicked, out);
-        let body = resp.take_body();
-        match body.kind {
-            BodyKind::Static(_) | BodyKind::Bytes(_)
-                if !Conn::write_full_body(&mut encoder, &body.kind, out) =>
-            {
-                self.http.abort();
-            }
-            BodyKind::Static(_) | BodyKind::Bytes(_) => {}
-            kind if encoder != Encoder::Skip => {
-                self.streaming = Some(Streaming {
-                    encoder,
-                    body: kind,
-                })
-            }
-            _ => {}
-        }
+            .write_response(head, answered.response, true, closing, out);
+        self.streaming = streamed.map(|(encoder, body)| Streaming { encoder, body });
         self.phase = Phase::Head;
         self.served += 1;
         self.since = cx.now;

@@ -179,7 +179,7 @@ impl<H: Handler> EventLoop<H> {
         let (mut cx, conns) = self.cx(now, done.key);
         match conns.get_mut(done.key) {
             Some(conn) if conn.id == done.id => {
-                conn.complete(done.head, done.outcome, &mut cx);
+                conn.complete(done.head, done.answered, &mut cx);
                 let next = conn.drive(&mut cx);
                 self.apply(done.key, next);
             }

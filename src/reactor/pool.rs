@@ -2,15 +2,15 @@
 //! the owning loop through its completion queue, with one `Poller::notify` per batch.
 
 use std::net::SocketAddr;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::inbox::Inbox;
+use crate::handler::{Answer, answer};
 
+use crate::Handler;
 use crate::http::request::RequestHead;
-use crate::{Handler, Request, Response};
 
 /// A request for a pool worker. At most one per connection is in flight, so the queue is
 /// bounded by the open-connection limit.
@@ -27,7 +27,7 @@ pub(crate) struct Done {
     pub(crate) key: usize,
     pub(crate) id: u64,
     pub(crate) head: Box<RequestHead>,
-    pub(crate) outcome: std::thread::Result<Response>,
+    pub(crate) answered: Answer,
 }
 
 /// A loop's handle on the pool: the job queue and where its answers go.
@@ -53,16 +53,12 @@ impl PoolSender {
 /// A pool worker: runs the handler for each job and sends the answer back.
 pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>>)>) {
     while let Ok((job, reply)) = jobs.recv() {
-        let mut reader: &[u8] = &job.body;
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let mut req = Request::new(&job.head, &mut reader, job.peer);
-            handler.handle(&mut req)
-        }));
+        let answered = answer(handler, &job.head, &mut &job.body[..], job.peer);
         reply.push(Done {
             key: job.key,
             id: job.id,
             head: job.head,
-            outcome,
+            answered,
         });
     }
 }

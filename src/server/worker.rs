@@ -13,7 +13,9 @@ use polling::{Event, Poller};
 
 use super::Builder;
 use super::park::Parker;
+use crate::Handler;
 use crate::engine::{Control, OpenGuard};
+use crate::handler::{Answer, answer};
 use crate::http::body::{BodyEnd, BodyReader, Source};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{CONTINUE, Conn, Encoder, State};
@@ -21,7 +23,6 @@ use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
-use crate::{Handler, Request, Response};
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -173,17 +174,8 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             write_timeout: cfg.write_timeout,
         };
         let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let mut req = Request::new(&s.head, &mut reader, conn.peer);
-            shared.handler.handle(&mut req)
-        }));
-        let (mut resp, panicked) = match outcome {
-            Ok(r) => (r, false),
-            Err(_) => {
-                log::error!("handler panicked; answering 500");
-                (Response::new(500), true)
-            }
-        };
+        let Answer { response, panicked } =
+            answer(&shared.handler, &s.head, &mut reader, conn.peer);
         let in_sync = match reader.end {
             BodyEnd::Complete => true,
             BodyEnd::Unread => !panicked && reader.drain(cfg.limits.max_drain_bytes),
@@ -196,19 +188,14 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
 
         // 3. The response.
         let closing = panicked || shutting_down.load(Ordering::Acquire);
-        let mut encoder = http.write_head(&s.head, &resp, in_sync, closing, &mut s.write);
-        let body = resp.take_body();
-        let complete = match body.kind {
-            BodyKind::Static(_) | BodyKind::Bytes(_) => {
-                Conn::write_full_body(&mut encoder, &body.kind, &mut s.write)
-            }
-            kind => catch_unwind(AssertUnwindSafe(|| {
+        let streamed = http.write_response(&s.head, response, in_sync, closing, &mut s.write);
+        if let Some((mut encoder, kind)) = streamed {
+            let pumped = catch_unwind(AssertUnwindSafe(|| {
                 pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
-            }))
-            .unwrap_or(false),
-        };
-        if !complete {
-            http.abort();
+            }));
+            if !pumped.unwrap_or(false) {
+                http.abort();
+            }
         }
         if http.state() == State::Closing {
             let _ = flush(stream, &mut s.write, cfg.write_timeout);
@@ -266,9 +253,6 @@ fn pump(
     kind: BodyKind,
     timeout: Duration,
 ) -> bool {
-    if *encoder == Encoder::Skip {
-        return flush(stream, out, timeout).is_ok();
-    }
     match kind {
         BodyKind::Reader(mut reader, _) => {
             let mut chunk = vec![0u8; 16 * 1024];
