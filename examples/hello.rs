@@ -4,12 +4,14 @@
 //! (`--engine reactor [--dispatch pool]` for the reactor; `--help` for every option)
 //!
 //! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work;
-//! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call).
+//! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call); `GET /ws` → a
+//! WebSocket echo (for the idle-connection bench).
 
 mod support;
 
 use std::time::{Duration, Instant};
 
+use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn hello(req: &mut Request<'_>) -> Response {
@@ -29,6 +31,12 @@ fn hello(req: &mut Request<'_>) -> Response {
             std::thread::sleep(Duration::from_millis(ms));
             Response::text("slept")
         }
+        "/ws" => match req.upgrade_websocket() {
+            Ok(upgrade) => upgrade.accept(|ws: &WsSender, msg: WsMessage| {
+                let _ = ws.send(msg);
+            }),
+            Err(refusal) => refusal,
+        },
         _ => Response::new(404),
     }
 }

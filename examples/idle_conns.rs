@@ -1,9 +1,11 @@
-//! The idle-connection bench: what N idle keep-alive connections cost a server.
+//! The idle-connection bench: what N idle keep-alive connections, then N idle WebSockets, cost a
+//! server.
 //!
 //! Starts the `hello` example (built with `cargo build --release --example hello --features
 //! server`) in a child process, opens N connections that each send one request and read the
 //! response, holds them idle, and prints the server's threads and RSS before and after, from
-//! `/proc/PID/status`.
+//! `/proc/PID/status`. Then it closes them and does the same with N WebSockets (`GET /ws`, each
+//! upgraded and then silent), re-served by one echo on a sample.
 //!
 //! `cargo run --release --example idle_conns -- [N] [-- extra hello flags]`
 //! (`IDLE_CONNS=N` also sets N; default 10,000.) Linux only.
@@ -40,46 +42,67 @@ fn main() {
         format!("hello {}", extra.join(" "))
     };
 
-    let mut warm = connect(server.addr);
+    let mut warm = connect(server.addr).expect("connect");
     request(&mut warm).expect("warm-up request");
     drop(warm);
     std::thread::sleep(Duration::from_millis(500));
-    let (threads0, rss0) = status(&server);
-
-    let started = Instant::now();
-    let mut held = Vec::with_capacity(want);
-    let mut failed = 0usize;
-    for _ in 0..want {
-        let mut s = connect(server.addr);
-        match request(&mut s) {
-            Ok(()) => held.push(s),
-            Err(_) => failed += 1,
-        }
-    }
-    let opened = started.elapsed();
-    std::thread::sleep(Duration::from_secs(2));
-    let (threads1, rss1) = status(&server);
-    // Still open and served? One more request on a sample of the held connections.
-    let sample = held.len().min(100);
-    let alive = held
-        .iter_mut()
-        .take(sample)
-        .map(request)
-        .filter(Result::is_ok)
-        .count();
-
-    let per_conn = (rss1 as f64 - rss0 as f64) / held.len().max(1) as f64;
     println!(
         "| server | connections held | failed | threads before → after | RSS before → after (KiB) | KiB per idle connection | sample re-served |"
     );
     println!("|---|---|---|---|---|---|---|");
+    hold(&server, &format!("{label}, HTTP"), want, request, request);
+    // The held connections are closed; let the server settle before the next baseline.
+    std::thread::sleep(Duration::from_secs(2));
+    hold(&server, &format!("{label}, WebSocket"), want, upgrade, echo);
+    server.stop();
+}
+
+/// Opens `want` connections with `open`, holds them idle, prints one table row, and checks a
+/// sample with `check`.
+fn hold(
+    server: &ChildServer,
+    label: &str,
+    want: usize,
+    open: fn(&mut TcpStream) -> std::io::Result<()>,
+    check: fn(&mut TcpStream) -> std::io::Result<()>,
+) {
+    let (threads0, rss0) = status(server);
+    let started = Instant::now();
+    let mut held = Vec::with_capacity(want);
+    let mut failed = 0usize;
+    for _ in 0..want {
+        let Some(mut s) = connect(server.addr) else {
+            failed += 1;
+            break;
+        };
+        match open(&mut s) {
+            Ok(()) => held.push(s),
+            Err(_) => {
+                // The server is out of something (descriptors, threads): report what it held.
+                failed += 1;
+                break;
+            }
+        }
+    }
+    let opened = started.elapsed();
+    std::thread::sleep(Duration::from_secs(2));
+    let (threads1, rss1) = status(server);
+    // Still open and served? One more exchange on the last connections opened (the first to
+    // be lost if the server ran short of something while they were opened).
+    let sample = held.len().min(100);
+    let alive = held
+        .iter_mut()
+        .rev()
+        .take(sample)
+        .map(check)
+        .filter(Result::is_ok)
+        .count();
+    let per_conn = (rss1 as f64 - rss0 as f64) / held.len().max(1) as f64;
     println!(
         "| {label} | {} | {failed} | {threads0} → {threads1} | {rss0} → {rss1} | {per_conn:.2} | {alive}/{sample} |",
         held.len()
     );
-    eprintln!("(opened in {opened:.1?})");
-    drop(held);
-    server.stop();
+    eprintln!("({label}: opened in {opened:.1?})");
 }
 
 /// (threads, VmRSS KiB) of the server process, from `/proc/PID/status`.
@@ -97,11 +120,43 @@ fn status(server: &ChildServer) -> (u64, u64) {
     (field("Threads:"), field("VmRSS:"))
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    s
+fn connect(addr: SocketAddr) -> Option<TcpStream> {
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    Some(s)
+}
+
+/// Upgrades to WebSocket on `/ws`: reads the 101's head.
+fn upgrade(s: &mut TcpStream) -> std::io::Result<()> {
+    s.write_all(
+        b"GET /ws HTTP/1.1\r\nHost: idle\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        head.push(byte[0]);
+    }
+    if head.starts_with(b"HTTP/1.1 101 ") {
+        Ok(())
+    } else {
+        Err(std::io::ErrorKind::InvalidData.into())
+    }
+}
+
+/// One masked text frame ("ping", zero mask) and its echo.
+fn echo(s: &mut TcpStream) -> std::io::Result<()> {
+    s.write_all(&[0x81, 0x84, 0, 0, 0, 0, b'p', b'i', b'n', b'g'])?;
+    let mut frame = [0u8; 6];
+    s.read_exact(&mut frame)?;
+    if &frame == b"\x81\x04ping" {
+        Ok(())
+    } else {
+        Err(std::io::ErrorKind::InvalidData.into())
+    }
 }
 
 /// One keep-alive request; reads the whole response (by its Content-Length).

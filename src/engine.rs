@@ -2,12 +2,13 @@
 //! threads against a deadline.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use polling::{Events, Poller};
+use slab::Slab;
 
 use crate::{Error, ErrorKind};
 
@@ -18,6 +19,11 @@ pub(crate) struct Control {
     pub(crate) shutting_down: AtomicBool,
     /// Open connections (accepted and not yet closed).
     pub(crate) open: AtomicUsize,
+    /// Threads started for single connections (WebSockets on the server engine, upgraded
+    /// connections): shutdown waits for them too.
+    detached: AtomicUsize,
+    /// Pollers of those threads, notified when shutdown begins.
+    watchers: Mutex<Slab<Arc<Poller>>>,
 }
 
 impl Control {
@@ -34,6 +40,60 @@ impl Control {
 
     pub(crate) fn open_connections(&self) -> usize {
         self.open.load(Ordering::Relaxed)
+    }
+
+    fn watchers(&self) -> std::sync::MutexGuard<'_, Slab<Arc<Poller>>> {
+        // Nothing under this lock panics; a poisoned slab is still consistent.
+        self.watchers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Has `poller` notified when shutdown begins, for as long as the guard lives. Check
+    /// [`Control::is_shutting_down`] after this, so a shutdown that began just before is seen.
+    pub(crate) fn watch(self: &Arc<Self>, poller: Arc<Poller>) -> WatchGuard {
+        let key = self.watchers().insert(poller);
+        WatchGuard(self.clone(), key)
+    }
+
+    fn notify_watchers(&self) {
+        for (_, p) in self.watchers().iter() {
+            let _ = p.notify();
+        }
+    }
+
+    /// Starts a thread for one connection, counted until it ends so shutdown can wait for it.
+    pub(crate) fn spawn_detached(
+        self: &Arc<Self>,
+        name: &str,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), Error> {
+        self.detached.fetch_add(1, Ordering::AcqRel);
+        let guard = DetachedGuard(self.clone());
+        spawn(name, move || {
+            let _guard = guard;
+            f()
+        })
+        .map(drop)
+    }
+
+    fn detached_threads(&self) -> usize {
+        self.detached.load(Ordering::Acquire)
+    }
+}
+
+/// Keeps a poller on the shutdown notification list.
+pub(crate) struct WatchGuard(Arc<Control>, usize);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.watchers().try_remove(self.1);
+    }
+}
+
+struct DetachedGuard(Arc<Control>);
+
+impl Drop for DetachedGuard {
+    fn drop(&mut self) {
+        self.0.detached.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -100,8 +160,17 @@ impl Running {
     }
 
     pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + grace;
         self.handle.shutdown();
-        join_within(self.threads, grace)
+        join_within(self.threads, grace)?;
+        // Connection threads (WebSockets closing with 1001) finish on their own.
+        while self.handle.control.detached_threads() > 0 {
+            if Instant::now() >= deadline {
+                return Err(Error::new(ErrorKind::ShutdownTimedOut));
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
     }
 
     pub(crate) fn open_connections(&self) -> usize {
@@ -125,6 +194,7 @@ impl ShutdownHandle {
         for w in &self.wakers {
             let _ = w.notify();
         }
+        self.control.notify_watchers();
     }
 }
 

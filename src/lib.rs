@@ -62,6 +62,7 @@ mod http;
 mod limits;
 mod net;
 pub mod reactor;
+pub mod ws;
 
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]

@@ -74,7 +74,7 @@ impl ReadBuf {
         }
     }
 
-    #[cfg(test)]
+    /// Appends bytes read elsewhere.
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
         while !rest.is_empty() {

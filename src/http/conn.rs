@@ -8,9 +8,10 @@ use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
 use crate::http::parse::{ParseError, parse_head};
-use crate::http::request::{RequestHead, Version};
+use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response};
 use crate::http::status::reason;
+use crate::ws::Upgrade;
 
 /// Where a connection is between messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +22,18 @@ pub(crate) enum State {
     Responding,
     /// The response being written is the last: close once it is out.
     Closing,
+    /// `101 Switching Protocols` was written: the connection now speaks another protocol.
+    Switched,
+}
+
+/// What is left to do after a response head (and any full body) was written.
+pub(crate) enum After {
+    /// Nothing: the response is complete.
+    Done,
+    /// A streamed body, to write through its encoder as the socket takes it.
+    Stream(Encoder, BodyKind),
+    /// The connection switches protocols once the 101 is out.
+    Switch(Upgrade),
 }
 
 /// How response payload is framed.
@@ -190,9 +203,9 @@ impl Conn {
         encoder
     }
 
-    /// Writes the response: its head and, for a body known in full, the body. Returns a
-    /// streamed body still to be written through its encoder, piece by piece as the engine's
-    /// socket takes it (none for a full body, HEAD, 204 or 304).
+    /// Writes the response: its head and, for a body known in full, the body. Returns what is
+    /// left: a streamed body to write through its encoder, piece by piece as the engine's
+    /// socket takes it, or a protocol switch.
     pub(crate) fn write_response(
         &mut self,
         head: &RequestHead,
@@ -200,15 +213,56 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-    ) -> Option<(Encoder, BodyKind)> {
+    ) -> After {
+        if matches!(resp.body().kind, BodyKind::Upgrade(_)) {
+            return self.write_switch(head, resp, body_in_sync, closing, out);
+        }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
         match resp.take_body().kind {
             BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
             _ if encoder == Encoder::Skip => {}
-            kind => return Some((encoder, kind)),
+            kind => return After::Stream(encoder, kind),
         }
-        None
+        After::Done
+    }
+
+    /// Writes `101 Switching Protocols` for an upgrade response, when the request allows it:
+    /// HTTP/1.1 with `Connection: upgrade` and its body read (else 426 or 400, and close), and
+    /// the server not shutting down (else 503).
+    fn write_switch(
+        &mut self,
+        head: &RequestHead,
+        mut resp: Response,
+        body_in_sync: bool,
+        closing: bool,
+        out: &mut Vec<u8>,
+    ) -> After {
+        let refusal = if closing {
+            Some(503)
+        } else if !head.conn_upgrade || head.version != Version::Http11 {
+            Some(426)
+        } else if !body_in_sync || head.body != BodyFraming::Empty {
+            Some(400)
+        } else {
+            None
+        };
+        if let Some(status) = refusal {
+            self.write_error(status, out);
+            return After::Done;
+        }
+        let BodyKind::Upgrade(upgrade) = resp.take_body().kind else {
+            return After::Done;
+        };
+        status_line(out, 101);
+        for (name, value) in resp.headers() {
+            if !name.eq_ignore_ascii_case("connection") {
+                field(out, name, value);
+            }
+        }
+        out.extend_from_slice(b"Connection: Upgrade\r\n\r\n");
+        self.state = State::Switched;
+        After::Switch(upgrade)
     }
 
     /// Writes a body known in full; a Content-Length body that does not match closes.

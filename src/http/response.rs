@@ -4,6 +4,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
 
+use crate::ws::Upgrade;
+
 /// A header name or value: borrowed `'static` text costs no allocation.
 pub type HeaderText = Cow<'static, str>;
 
@@ -144,6 +146,8 @@ pub(crate) enum BodyKind {
     Reader(Box<dyn Read + Send>, Option<u64>),
     /// Chunks from an iterator, each written to the socket as soon as it is produced.
     Chunks(Box<dyn Iterator<Item = Vec<u8>> + Send>),
+    /// `101 Switching Protocols`, then the connection belongs to another protocol.
+    Upgrade(Upgrade),
 }
 
 impl Body {
@@ -185,6 +189,7 @@ impl Body {
             BodyKind::Bytes(b) => Some(b.len() as u64),
             BodyKind::Reader(_, len) => *len,
             BodyKind::Chunks(_) => None,
+            BodyKind::Upgrade(_) => Some(0),
         }
     }
 
@@ -202,6 +207,7 @@ impl fmt::Debug for Body {
             BodyKind::Reader(_, Some(n)) => write!(f, "Body(reader, {n} bytes)"),
             BodyKind::Reader(_, None) => f.write_str("Body(reader)"),
             BodyKind::Chunks(_) => f.write_str("Body(chunks)"),
+            BodyKind::Upgrade(_) => f.write_str("Body(upgrade)"),
         }
     }
 }

@@ -4,6 +4,7 @@
 pub(crate) mod acceptor;
 pub(crate) mod io;
 pub(crate) mod sys;
+pub(crate) mod upgrade;
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};

@@ -7,9 +7,11 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::Config;
+use super::inbox::Inbox;
 use super::pool::{Job, PoolSender};
 use super::pools::Pools;
 use crate::Handler;
@@ -17,10 +19,35 @@ use crate::engine::OpenGuard;
 use crate::handler::{Answer, answer};
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{CONTINUE, Conn, Encoder, State};
+use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::sys::Registered;
+use crate::ws::{Calls, Upgrade, Wake, WsConn, WsIo, WsNext, WsSender};
+
+/// A connection leaving the loop after a generic upgrade.
+pub(crate) struct Detached {
+    pub(crate) stream: TcpStream,
+    pub(crate) leftover: Vec<u8>,
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) upgrade: Upgrade,
+    pub(crate) open: OpenGuard,
+}
+
+/// Where a sender's wake-up goes: the loop's inbox, naming the connection.
+pub(crate) type Wakes = Inbox<(usize, u64)>;
+
+struct LoopWake {
+    inbox: Arc<Wakes>,
+    key: usize,
+    id: u64,
+}
+
+impl Wake for LoopWake {
+    fn wake(&self) {
+        self.inbox.push((self.key, self.id));
+    }
+}
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
@@ -36,6 +63,7 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) now: Instant,
     pub(crate) closing: bool,
     pub(crate) key: usize,
+    pub(crate) wakes: &'a Arc<Wakes>,
 }
 
 /// What the loop should do with a connection after a step.
@@ -51,6 +79,9 @@ pub(crate) enum Next {
     Again,
     /// Close it.
     Close,
+    /// The connection switched protocols: it leaves the loop for a thread of its own
+    /// ([`Connection::into_detached`]).
+    Detach,
 }
 
 /// Where the connection is in the current exchange.
@@ -61,6 +92,10 @@ enum Phase {
     Body { decoder: Decoder, body: Vec<u8> },
     /// The request is with a pool worker; nothing is read until its response is back.
     Dispatched,
+    /// The connection speaks WebSocket.
+    Ws(Box<WsConn>),
+    /// A generic upgrade: once the 101 is out, the connection leaves the loop.
+    Detach(Option<Upgrade>),
 }
 
 /// A response body being produced piece by piece as the socket takes it.
@@ -143,8 +178,139 @@ impl Connection {
     /// batched: output is written before waiting for input, when it passes
     /// `max_pipeline_output`, and when the budget runs out.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        if !self.switched() {
+            let next = self.drive_http(cx);
+            if !self.switched() {
+                return next;
+            }
+        }
+        // The 101 (and any responses before it) go out before anything else.
+        match self.flush() {
+            Ok(true) => {}
+            Ok(false) => return self.wait(false, true, cx),
+            Err(()) => return Next::Close,
+        }
+        if let Some(b) = self.write.take() {
+            cx.pools.give_write(b);
+        }
+        if let Some(h) = self.head.take() {
+            cx.pools.give_head(h);
+        }
+        match &mut self.phase {
+            Phase::Ws(_) => self.drive_ws(cx),
+            _ => Next::Detach,
+        }
+    }
+
+    fn switched(&self) -> bool {
+        matches!(self.phase, Phase::Ws(_) | Phase::Detach(_))
+    }
+
+    fn drive_ws<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let Phase::Ws(ws) = &mut self.phase else {
+            return Next::Close;
+        };
+        let buf = self.read.get_or_insert_with(|| cx.pools.read());
+        let mut io = WsIo {
+            sock: self.socket.get(),
+            buf,
+        };
+        if cx.closing && ws.is_open() {
+            ws.shutdown(&mut io, cx.now);
+        }
+        let next = ws.drive(&mut io, cx.now, cx.pool.is_none());
+        // An idle WebSocket holds no read buffer.
+        if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
+            if let Some(b) = self.read.take() {
+                cx.pools.give_read(b);
+            }
+        }
+        match next {
+            WsNext::Wait { write, deadline } => Next::Wait {
+                read: !write,
+                write,
+                deadline,
+            },
+            WsNext::Again => Next::Again,
+            WsNext::Close => Next::Close,
+            WsNext::Dispatch => {
+                if let (Some(pool), Some(calls)) = (cx.pool, ws.take_calls()) {
+                    pool.send(Job::Ws {
+                        key: cx.key,
+                        id: self.id,
+                        calls,
+                    });
+                }
+                Next::Wait {
+                    read: false,
+                    write: false,
+                    deadline: None,
+                }
+            }
+            WsNext::Busy => Next::Wait {
+                read: false,
+                write: false,
+                deadline: None,
+            },
+        }
+    }
+
+    /// A pool worker ran this WebSocket's callbacks.
+    pub(crate) fn ws_complete<H: Handler>(&mut self, calls: Calls, cx: &mut Cx<'_, H>) -> Next {
+        let Phase::Ws(ws) = &mut self.phase else {
+            return Next::Close;
+        };
+        let buf = self.read.get_or_insert_with(|| cx.pools.read());
+        ws.put_back(
+            calls,
+            &mut WsIo {
+                sock: self.socket.get(),
+                buf,
+            },
+        );
+        self.drive(cx)
+    }
+
+    /// The connection is closing: a WebSocket's `on_close` is due (run here, or sent to the
+    /// pool).
+    pub(crate) fn finish(&mut self, pool: Option<&PoolSender>) {
+        if let Phase::Ws(ws) = &mut self.phase {
+            if let (Some(calls), Some(pool)) = (ws.finish(pool.is_none()), pool) {
+                pool.send(Job::WsLast(calls));
+            }
+        }
+    }
+
+    /// A detached connection's parts: the socket (out of the poller), the bytes read past the
+    /// upgrade request, the upgrade and the connection count.
+    pub(crate) fn into_detached(mut self, pools: &mut Pools) -> Option<Detached> {
+        let Phase::Detach(upgrade) = &mut self.phase else {
+            return None;
+        };
+        let upgrade = upgrade.take()?;
+        let leftover = self
+            .read
+            .as_ref()
+            .map(|b| b.filled().to_vec())
+            .unwrap_or_default();
+        self.release_all(pools);
+        // The clone is the same socket; the registration leaves with `self.socket`.
+        let stream = self.socket.get().try_clone().ok()?;
+        Some(Detached {
+            stream,
+            leftover,
+            peer: self.peer,
+            upgrade,
+            open: self._open,
+        })
+    }
+
+    fn drive_http<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let mut budget = REQUEST_BUDGET;
         loop {
+            if self.switched() {
+                return Next::Again;
+            }
             // A streamed body, a close or a pool request in flight: nothing more is parsed until
             // it is done, so responses stay in order.
             if self.streaming.is_some()
@@ -211,8 +377,20 @@ impl Connection {
         }
     }
 
-    /// A deadline passed: a partial head gets 408, everything else is just closed.
-    pub(crate) fn expire(&mut self, pools: &mut Pools) {
+    /// A deadline passed. A WebSocket handles its own timers (true: drive it again); for HTTP
+    /// a partial head gets 408, everything else is just closed (false).
+    pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
+        if let Phase::Ws(ws) = &mut self.phase {
+            let buf = self.read.get_or_insert_with(|| pools.read());
+            ws.expire(
+                &mut WsIo {
+                    sock: self.socket.get(),
+                    buf,
+                },
+                now,
+            );
+            return true;
+        }
         let partial_head =
             matches!(self.phase, Phase::Head) && self.read.as_ref().is_some_and(|b| !b.is_empty());
         if partial_head && self.streaming.is_none() && self.write.as_ref().is_none_or(Vec::is_empty)
@@ -223,6 +401,7 @@ impl Connection {
             let _ = self.flush();
         }
         self.release_all(pools);
+        false
     }
 
     /// Gives every pooled item back (the connection is closing).
@@ -256,7 +435,7 @@ impl Connection {
         } else {
             match &self.phase {
                 Phase::Body { .. } => self.since + cfg.read_timeout,
-                Phase::Dispatched => {
+                Phase::Dispatched | Phase::Ws(_) | Phase::Detach(_) => {
                     return Next::Wait {
                         read,
                         write,
@@ -385,7 +564,7 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched => Step::NeedInput,
+            Phase::Dispatched | Phase::Ws(_) | Phase::Detach(_) => Step::NeedInput,
         }
     }
 
@@ -396,7 +575,7 @@ impl Connection {
                 return Step::NeedInput;
             };
             self.phase = Phase::Dispatched;
-            pool.send(Job {
+            pool.send(Job::Http {
                 key: cx.key,
                 id: self.id,
                 head,
@@ -420,13 +599,27 @@ impl Connection {
             return;
         };
         let closing = cx.closing || answered.panicked;
-        let streamed = self
-            .http
-            .write_response(head, answered.response, true, closing, out);
-        self.streaming = streamed.map(|(encoder, body)| Streaming { encoder, body });
         self.phase = Phase::Head;
         self.served += 1;
         self.since = cx.now;
+        match self
+            .http
+            .write_response(head, answered.response, true, closing, out)
+        {
+            After::Done => {}
+            After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
+            After::Switch(Upgrade::WebSocket(handler, cfg)) => {
+                let wake = LoopWake {
+                    inbox: cx.wakes.clone(),
+                    key: cx.key,
+                    id: self.id,
+                };
+                let sender = WsSender::new(Box::new(wake), cfg.max_send_queue, self.peer);
+                let ws = WsConn::new(handler, cfg, sender, cx.now);
+                self.phase = Phase::Ws(Box::new(ws));
+            }
+            After::Switch(raw) => self.phase = Phase::Detach(Some(raw)),
+        }
     }
 
     /// Reads once from the socket.
@@ -514,7 +707,9 @@ impl Streaming {
                 }
                 None => Some(self.encoder.finish(out)),
             },
-            BodyKind::Static(_) | BodyKind::Bytes(_) => Some(self.encoder.finish(out)),
+            BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) => {
+                Some(self.encoder.finish(out))
+            }
         }
     }
 }

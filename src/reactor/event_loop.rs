@@ -10,14 +10,14 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::Config;
-use super::connection::{Connection, Cx, Next};
+use super::connection::{Connection, Cx, Next, Wakes};
 use super::inbox::Inbox;
-use super::pool::{Done, PoolSender};
+use super::pool::{Done, Job, PoolSender};
 use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
-use crate::net::{AcceptError, classify_accept_error, prepare, refuse};
+use crate::net::{AcceptError, classify_accept_error, prepare, refuse, upgrade};
 
 /// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
 const LISTENER: usize = usize::MAX - 1;
@@ -64,6 +64,8 @@ pub(crate) struct EventLoop<H> {
     accepted: Arc<Inbox<Accepted>>,
     /// Connections with work left after their budget, run again before the next wait.
     again: Vec<usize>,
+    /// WebSockets whose senders queued messages from other threads.
+    wakes: Arc<Wakes>,
     stopping: bool,
 }
 
@@ -78,7 +80,7 @@ impl<H: Handler> EventLoop<H> {
             None => None,
         };
         Ok(EventLoop {
-            poller: parts.poller,
+            poller: parts.poller.clone(),
             listener,
             accept_paused_until: None,
             backoff: BACKOFF_MIN,
@@ -93,6 +95,7 @@ impl<H: Handler> EventLoop<H> {
             completions: parts.completions,
             accepted: parts.accepted,
             again: Vec::new(),
+            wakes: Arc::new(Inbox::new(parts.poller.clone())),
             stopping: false,
         })
     }
@@ -102,6 +105,7 @@ impl<H: Handler> EventLoop<H> {
         let mut done = Vec::new();
         let mut accepted = Vec::new();
         let mut again = Vec::new();
+        let mut woken = Vec::new();
         loop {
             let now = Instant::now();
             let timeout = if self.again.is_empty() {
@@ -139,6 +143,12 @@ impl<H: Handler> EventLoop<H> {
             for d in done.drain(..) {
                 self.complete(d, now);
             }
+            self.wakes.take(&mut woken);
+            for (key, id) in woken.drain(..) {
+                if self.conns.get(key).is_some_and(|c| c.id == id) {
+                    self.ready(key, now);
+                }
+            }
             std::mem::swap(&mut again, &mut self.again);
             for key in again.drain(..) {
                 self.ready(key, now);
@@ -161,6 +171,7 @@ impl<H: Handler> EventLoop<H> {
                 now,
                 closing,
                 key,
+                wakes: &self.wakes,
             },
             &mut self.conns,
         )
@@ -176,14 +187,40 @@ impl<H: Handler> EventLoop<H> {
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
-        let (mut cx, conns) = self.cx(now, done.key);
-        match conns.get_mut(done.key) {
-            Some(conn) if conn.id == done.id => {
-                conn.complete(done.head, done.answered, &mut cx);
-                let next = conn.drive(&mut cx);
-                self.apply(done.key, next);
+        match done {
+            Done::Http {
+                key,
+                id,
+                head,
+                answered,
+            } => {
+                let (mut cx, conns) = self.cx(now, key);
+                match conns.get_mut(key) {
+                    Some(conn) if conn.id == id => {
+                        conn.complete(head, answered, &mut cx);
+                        let next = conn.drive(&mut cx);
+                        self.apply(key, next);
+                    }
+                    _ => cx.pools.give_head(head),
+                }
             }
-            _ => cx.pools.give_head(done.head),
+            Done::Ws { key, id, mut calls } => {
+                let (mut cx, conns) = self.cx(now, key);
+                match conns.get_mut(key) {
+                    Some(conn) if conn.id == id => {
+                        let next = conn.ws_complete(calls, &mut cx);
+                        self.apply(key, next);
+                    }
+                    // The connection went while its handler was away: `on_close` is still due.
+                    _ => {
+                        if calls.close_due() {
+                            if let Some(pool) = &self.pool {
+                                pool.send(Job::WsLast(calls));
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -192,6 +229,24 @@ impl<H: Handler> EventLoop<H> {
         match next {
             Next::Close => self.close(key),
             Next::Again => self.again.push(key),
+            Next::Detach => {
+                let Some(mut conn) = self.conns.try_remove(key) else {
+                    return;
+                };
+                if let Some(d) = conn.deadline.take() {
+                    self.timers.remove(&(d, key));
+                }
+                if let Some(d) = conn.into_detached(&mut self.pools) {
+                    upgrade::detach(
+                        &self.control,
+                        d.stream,
+                        d.leftover,
+                        d.peer,
+                        d.upgrade,
+                        d.open,
+                    );
+                }
+            }
             Next::Wait {
                 read,
                 write,
@@ -225,6 +280,7 @@ impl<H: Handler> EventLoop<H> {
             if let Some(d) = conn.deadline.take() {
                 self.timers.remove(&(d, key));
             }
+            conn.finish(self.pool.as_ref());
             conn.release_all(&mut self.pools);
         }
     }
@@ -243,7 +299,10 @@ impl<H: Handler> EventLoop<H> {
             self.timers.pop_first();
             if let Some(conn) = self.conns.get_mut(key) {
                 conn.deadline = None;
-                conn.expire(&mut self.pools);
+                if conn.expire(&mut self.pools, now) {
+                    self.ready(key, now);
+                    continue;
+                }
             }
             self.close(key);
         }

@@ -11,23 +11,38 @@ use crate::handler::{Answer, answer};
 
 use crate::Handler;
 use crate::http::request::RequestHead;
+use crate::ws::Calls;
 
-/// A request for a pool worker. At most one per connection is in flight, so the queue is
+/// Work for a pool worker. At most one job per connection is in flight, so the queue is
 /// bounded by the open-connection limit.
-pub(crate) struct Job {
-    pub(crate) key: usize,
-    pub(crate) id: u64,
-    pub(crate) head: Box<RequestHead>,
-    pub(crate) body: Vec<u8>,
-    pub(crate) peer: Option<SocketAddr>,
+pub(crate) enum Job {
+    /// A request for the handler.
+    Http {
+        key: usize,
+        id: u64,
+        head: Box<RequestHead>,
+        body: Vec<u8>,
+        peer: Option<SocketAddr>,
+    },
+    /// WebSocket callbacks due on a connection.
+    Ws { key: usize, id: u64, calls: Calls },
+    /// A closed WebSocket's `on_close`: nothing comes back.
+    WsLast(Calls),
 }
 
 /// A worker's answer, on its way back to the loop.
-pub(crate) struct Done {
-    pub(crate) key: usize,
-    pub(crate) id: u64,
-    pub(crate) head: Box<RequestHead>,
-    pub(crate) answered: Answer,
+pub(crate) enum Done {
+    Http {
+        key: usize,
+        id: u64,
+        head: Box<RequestHead>,
+        answered: Answer,
+    },
+    Ws {
+        key: usize,
+        id: u64,
+        calls: Calls,
+    },
 }
 
 /// A loop's handle on the pool: the job queue and where its answers go.
@@ -53,12 +68,27 @@ impl PoolSender {
 /// A pool worker: runs the handler for each job and sends the answer back.
 pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>>)>) {
     while let Ok((job, reply)) = jobs.recv() {
-        let answered = answer(handler, &job.head, &mut &job.body[..], job.peer);
-        reply.push(Done {
-            key: job.key,
-            id: job.id,
-            head: job.head,
-            answered,
-        });
+        match job {
+            Job::Http {
+                key,
+                id,
+                head,
+                body,
+                peer,
+            } => {
+                let answered = answer(handler, &head, &mut &body[..], peer);
+                reply.push(Done::Http {
+                    key,
+                    id,
+                    head,
+                    answered,
+                });
+            }
+            Job::Ws { key, id, mut calls } => {
+                calls.run();
+                reply.push(Done::Ws { key, id, calls });
+            }
+            Job::WsLast(mut calls) => calls.run(),
+        }
     }
 }

@@ -18,11 +18,12 @@ use crate::engine::{Control, OpenGuard};
 use crate::handler::{Answer, answer};
 use crate::http::body::{BodyEnd, BodyReader, Source};
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{CONTINUE, Conn, Encoder, State};
+use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
+use crate::net::upgrade::detach;
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -71,6 +72,16 @@ impl Connection {
             Socket::Plain(s) => Socket::Parkable(Registered::new(poller.clone(), s, interest)?),
         };
         Ok(Connection { socket, ..self })
+    }
+
+    /// The socket and the connection count, leaving the parker's poller.
+    fn into_parts(self) -> std::io::Result<(TcpStream, OpenGuard)> {
+        let stream = match self.socket {
+            Socket::Plain(s) => s,
+            // The registration goes with `r`; the clone is the same socket.
+            Socket::Parkable(r) => r.get().try_clone()?,
+        };
+        Ok((stream, self._open))
     }
 
     /// Called by the parker when the connection became readable.
@@ -188,13 +199,23 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
 
         // 3. The response.
         let closing = panicked || shutting_down.load(Ordering::Acquire);
-        let streamed = http.write_response(&s.head, response, in_sync, closing, &mut s.write);
-        if let Some((mut encoder, kind)) = streamed {
-            let pumped = catch_unwind(AssertUnwindSafe(|| {
-                pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
-            }));
-            if !pumped.unwrap_or(false) {
-                http.abort();
+        match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
+            After::Done => {}
+            After::Stream(mut encoder, kind) => {
+                let pumped = catch_unwind(AssertUnwindSafe(|| {
+                    pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
+                }));
+                if !pumped.unwrap_or(false) {
+                    http.abort();
+                }
+            }
+            After::Switch(upgrade) => {
+                flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+                let leftover = s.read.filled().to_vec();
+                let peer = conn.peer;
+                let (stream, open) = conn.into_parts().ok()?;
+                detach(&shared.control, stream, leftover, peer, upgrade, open);
+                return None;
             }
         }
         if http.state() == State::Closing {
@@ -281,7 +302,7 @@ fn pump(
                 }
             }
         }
-        BodyKind::Static(_) | BodyKind::Bytes(_) => {}
+        BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) => {}
     }
     encoder.finish(out) && flush(stream, out, timeout).is_ok()
 }

@@ -1,0 +1,442 @@
+//! WebSocket over real sockets on every engine configuration: the opening handshake's edge
+//! cases, echo, the closing handshake, limits, pushes from other threads, shutdown, panics, and
+//! generic upgrades.
+#![cfg(feature = "server")]
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{Config, Engine, TestServer, connect, probe, start, start_with};
+use tungstenite::protocol::CloseFrame;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::{Message, WebSocket};
+use twinhttp::ws::{WsConfig, WsHandler, WsMessage, WsSender};
+use twinhttp::{Request, Response};
+
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+
+fn upgrade_request(extra: &str) -> String {
+    format!(
+        "GET /ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    )
+}
+
+/// Echo on `/ws` (a 64 KiB message limit), subprotocols on `/proto`, `/panic` panics on a
+/// message, `/raw` is a generic upgrade echoing bytes, `/blocking` hands a tungstenite socket.
+fn ws_app(req: &mut Request<'_>) -> Response {
+    let path = req.path().to_owned();
+    let upgrade = match req.upgrade_websocket() {
+        Ok(u) => u,
+        Err(refusal) if path != "/raw" => return refusal,
+        Err(_) => {
+            return Response::upgrade("x-echo", |mut up| {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = up.read(&mut buf) {
+                    if n == 0 || up.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    };
+    let limits = WsConfig::default().max_message_size(64 * 1024);
+    match path.as_str() {
+        "/ws" => upgrade
+            .with_config(limits)
+            .accept(|ws: &WsSender, msg: WsMessage| {
+                let _ = ws.send(msg);
+            }),
+        "/proto" => upgrade
+            .select_protocol(&["v2.chat", "v1.chat"])
+            .accept(|_: &WsSender, _: WsMessage| {}),
+        "/panic" => upgrade.accept(|_: &WsSender, _: WsMessage| panic!("on purpose")),
+        "/origin" => match upgrade.check_origin(|o| o == Some("https://good.example")) {
+            Ok(u) => u.accept(|_: &WsSender, _: WsMessage| {}),
+            Err(refusal) => refusal,
+        },
+        "/blocking" => upgrade.accept_blocking(|mut ws| {
+            while let Ok(msg) = ws.read() {
+                if (msg.is_text() || msg.is_binary()) && ws.send(msg).is_err() {
+                    break;
+                }
+            }
+        }),
+        _ => Response::new(404),
+    }
+}
+
+fn client(addr: SocketAddr, path: &str) -> WebSocket<TcpStream> {
+    let (ws, resp) =
+        tungstenite::client(format!("ws://{addr}{path}"), connect(addr)).expect("handshake");
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+/// Reads a response head off `s` (a 101 has no body to frame).
+fn read_head(s: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+fn close_code(ws: &mut WebSocket<TcpStream>) -> Option<CloseCode> {
+    loop {
+        match ws.read() {
+            Ok(Message::Close(f)) => return f.map(|f| f.code),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+fn upgrade_edge_cases(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let cases: Vec<(String, u16)> = vec![
+        (
+            upgrade_request("").replace("Version: 13", "Version: 8"),
+            426,
+        ),
+        (upgrade_request("").replace(KEY, "short"), 400),
+        (
+            upgrade_request("").replace(&format!("Sec-WebSocket-Key: {KEY}\r\n"), ""),
+            400,
+        ),
+        (
+            upgrade_request("").replace("Upgrade: websocket\r\n", ""),
+            426,
+        ),
+        (
+            upgrade_request("").replace("Connection: Upgrade", "Connection: keep-alive"),
+            400,
+        ),
+        (upgrade_request("").replacen("GET", "POST", 1), 405),
+        (
+            upgrade_request("Origin: https://evil.example\r\n").replace("/ws", "/origin"),
+            403,
+        ),
+    ];
+    for (req, status) in cases {
+        let (raw, _) = probe(srv.addr, req.as_bytes());
+        assert_eq!(raw.status, status, "{req}");
+        if status == 426 {
+            assert_eq!(raw.header("sec-websocket-version"), Some("13"), "{req}");
+        }
+    }
+    // A valid request: 101, the RFC's accept value, the chosen subprotocol.
+    let mut s = connect(srv.addr);
+    let req =
+        upgrade_request("Sec-WebSocket-Protocol: v1.chat, v2.chat\r\n").replace("/ws", "/proto");
+    s.write_all(req.as_bytes()).expect("send");
+    let head = read_head(&mut s).to_ascii_lowercase();
+    assert!(
+        head.starts_with("http/1.1 101 switching protocols\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo=\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.contains("sec-websocket-protocol: v2.chat\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("connection: upgrade\r\n") && head.contains("upgrade: websocket\r\n"));
+    assert!(!head.contains("content-length") && !head.contains("transfer-encoding"));
+}
+
+fn echo_text_and_binary(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/ws");
+    for i in 0..100 {
+        ws.send(Message::text(format!("hello {i}"))).expect("send");
+        assert_eq!(
+            ws.read().expect("read"),
+            Message::text(format!("hello {i}"))
+        );
+    }
+    let big: Vec<u8> = (0..60_000u32).map(|i| i as u8).collect();
+    ws.send(Message::binary(big.clone())).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::binary(big));
+    // A burst: 200 messages in flight before the first reply is read.
+    for i in 0..200 {
+        ws.write(Message::text(i.to_string())).expect("write");
+    }
+    ws.flush().expect("flush");
+    for i in 0..200 {
+        assert_eq!(ws.read().expect("read"), Message::text(i.to_string()));
+    }
+    ws.send(Message::Ping("p".into())).expect("ping");
+    assert_eq!(ws.read().expect("read"), Message::Pong("p".into()));
+}
+
+fn frames_sent_with_the_upgrade_request_are_not_lost(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut s = connect(srv.addr);
+    // The request and a masked text frame ("hello", zero mask) in one write.
+    let mut bytes = upgrade_request("").into_bytes();
+    bytes.extend_from_slice(&[0x81, 0x85, 0, 0, 0, 0]);
+    bytes.extend_from_slice(b"hello");
+    s.write_all(&bytes).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    let mut frame = [0u8; 7];
+    s.read_exact(&mut frame).expect("echo");
+    assert_eq!(&frame, b"\x81\x05hello");
+}
+
+fn close_handshake_is_echoed(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/ws");
+    ws.close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "bye".into(),
+    }))
+    .expect("close");
+    match ws.read() {
+        Ok(Message::Close(Some(f))) => assert_eq!(f.code, CloseCode::Normal),
+        other => panic!("expected the close echo, got {other:?}"),
+    }
+    // Then the server closes the TCP connection.
+    assert!(matches!(
+        ws.read(),
+        Err(tungstenite::Error::ConnectionClosed)
+    ));
+    let mut s = ws.into_inner();
+    assert_eq!(s.read(&mut [0u8; 1]).unwrap_or(0), 0);
+}
+
+fn limits_and_protocol_errors_close_with_their_codes(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/ws");
+    ws.send(Message::binary(vec![7u8; 100_000])).expect("send");
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Size));
+
+    // Invalid UTF-8 in a text frame: 1007.
+    let mut s = connect(srv.addr);
+    let mut bytes = upgrade_request("").into_bytes();
+    bytes.extend_from_slice(&[0x81, 0x82, 0, 0, 0, 0, 0xC3, 0x28]);
+    s.write_all(&bytes).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    let mut frame = [0u8; 4];
+    s.read_exact(&mut frame).expect("close frame");
+    assert_eq!(frame[0], 0x88);
+    assert_eq!(u16::from_be_bytes([frame[2], frame[3]]), 1007);
+
+    // An unmasked client frame is a protocol error: 1002.
+    let mut s = connect(srv.addr);
+    let mut bytes = upgrade_request("").into_bytes();
+    bytes.extend_from_slice(&[0x81, 0x02, b'h', b'i']);
+    s.write_all(&bytes).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    s.read_exact(&mut frame).expect("close frame");
+    assert_eq!(u16::from_be_bytes([frame[2], frame[3]]), 1002);
+
+    // The server still serves.
+    let mut ws = client(srv.addr, "/ws");
+    ws.send(Message::text("still here")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("still here"));
+}
+
+/// Keeps every connection's sender, and reports `on_close`.
+struct Registry {
+    senders: Senders,
+    closed: mpsc::Sender<Option<u16>>,
+}
+
+impl WsHandler for Registry {
+    fn on_open(&mut self, ws: &WsSender) {
+        self.senders.lock().expect("lock").push(ws.clone());
+    }
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {}
+    fn on_close(&mut self, frame: Option<CloseFrame>) {
+        let _ = self.closed.send(frame.map(|f| u16::from(f.code)));
+    }
+}
+
+/// Every open connection's sender.
+type Senders = Arc<Mutex<Vec<WsSender>>>;
+
+fn registry_server(engine: Engine) -> (TestServer, Senders, mpsc::Receiver<Option<u16>>) {
+    let senders = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    let s = senders.clone();
+    let tx = Mutex::new(tx);
+    let srv = start(engine, move |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept(Registry {
+                senders: s.clone(),
+                closed: tx.lock().expect("lock").clone(),
+            }),
+            Err(r) => r,
+        }
+    });
+    (srv, senders, rx)
+}
+
+fn wait_for_senders(senders: &Mutex<Vec<WsSender>>, n: usize) -> Vec<WsSender> {
+    for _ in 0..500 {
+        let got = senders.lock().expect("lock").clone();
+        if got.len() >= n {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{n} connections did not open");
+}
+
+fn push_from_another_thread(engine: Engine) {
+    let (srv, senders, closed) = registry_server(engine);
+    let mut clients: Vec<_> = (0..3).map(|_| client(srv.addr, "/")).collect();
+    let senders = wait_for_senders(&senders, 3);
+    // The clients send nothing: the engine is waiting on their sockets when the push comes.
+    std::thread::sleep(Duration::from_millis(50));
+    let pusher = std::thread::spawn(move || {
+        for (i, s) in senders.iter().enumerate() {
+            s.send(format!("to {i}")).expect("push");
+            s.send(vec![i as u8; 3]).expect("push");
+        }
+        senders
+    });
+    let mut got: Vec<String> = Vec::new();
+    for c in &mut clients {
+        let text = c.read().expect("pushed text");
+        got.push(text.to_text().expect("text").to_owned());
+        assert!(matches!(c.read().expect("pushed binary"), Message::Binary(b) if b.len() == 3));
+    }
+    got.sort();
+    assert_eq!(got, ["to 0", "to 1", "to 2"]);
+    let senders = pusher.join().expect("pusher");
+    // A client that goes away: its sender reports it, and on_close runs once.
+    let mut gone = clients.remove(0);
+    gone.close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
+    .expect("close");
+    let _ = gone.read();
+    drop(gone);
+    let code = closed
+        .recv_timeout(Duration::from_secs(5))
+        .expect("on_close");
+    assert_eq!(code, Some(1000));
+    let mut refused = false;
+    for _ in 0..200 {
+        if senders
+            .iter()
+            .any(|s| s.send("late").is_err() && s.is_closed())
+        {
+            refused = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(refused, "the closed connection's sender reports it");
+}
+
+fn shutdown_closes_with_1001(engine: Engine) {
+    let (srv, senders, closed) = registry_server(engine);
+    let mut ws = client(srv.addr, "/");
+    wait_for_senders(&senders, 1);
+    let (done_tx, done_rx) = mpsc::channel();
+    let stopper = std::thread::spawn(move || {
+        let _ = done_tx.send(srv.shutdown(Duration::from_secs(10)));
+    });
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Away));
+    drop(ws);
+    stopper.join().expect("stopper");
+    assert!(done_rx.recv().expect("shutdown result").is_ok());
+    assert_eq!(
+        closed
+            .recv_timeout(Duration::from_secs(5))
+            .expect("on_close"),
+        Some(1001)
+    );
+}
+
+fn panicking_callback_closes_with_1011(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/panic");
+    ws.send(Message::text("boom")).expect("send");
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Error));
+    let mut ws = client(srv.addr, "/ws");
+    ws.send(Message::text("alive")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("alive"));
+}
+
+fn generic_upgrade_and_blocking_websocket(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut s = connect(srv.addr);
+    s.write_all(
+        b"GET /raw HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-echo\r\n\r\nearly",
+    )
+    .expect("send");
+    let head = read_head(&mut s);
+    assert!(
+        head.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("upgrade: x-echo\r\n") || head.contains("Upgrade: x-echo\r\n"));
+    let mut early = [0u8; 5];
+    s.read_exact(&mut early).expect("early bytes echoed");
+    assert_eq!(&early, b"early");
+    s.write_all(b"later").expect("send");
+    s.read_exact(&mut early).expect("echo");
+    assert_eq!(&early, b"later");
+    // Without Connection: upgrade the switch is refused.
+    let (raw, _) = probe(
+        srv.addr,
+        b"GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: x-echo\r\n\r\n",
+    );
+    assert_eq!(raw.status, 426);
+
+    let mut ws = client(srv.addr, "/blocking");
+    ws.send(Message::text("own loop")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("own loop"));
+}
+
+fn idle_ping_and_timeout(engine: Engine) {
+    let srv = start_with(engine, Config::default(), |req: &mut Request<'_>| match req
+        .upgrade_websocket()
+    {
+        Ok(u) => u
+            .with_config(
+                WsConfig::default()
+                    .ping_interval(Some(Duration::from_millis(100)))
+                    .idle_timeout(Some(Duration::from_millis(400))),
+            )
+            .accept(|_: &WsSender, _: WsMessage| {}),
+        Err(r) => r,
+    });
+    let mut ws = client(srv.addr, "/");
+    // The server pings a quiet client; tungstenite queues the pong but sends it only on the
+    // next read or write, so a client that stops reading stays silent and is closed for it.
+    match ws.read().expect("server ping") {
+        Message::Ping(_) => {}
+        other => panic!("expected a ping, got {other:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Away));
+}
+
+engine_tests!(
+    upgrade_edge_cases,
+    echo_text_and_binary,
+    frames_sent_with_the_upgrade_request_are_not_lost,
+    close_handshake_is_echoed,
+    limits_and_protocol_errors_close_with_their_codes,
+    push_from_another_thread,
+    shutdown_closes_with_1001,
+    panicking_callback_closes_with_1011,
+    generic_upgrade_and_blocking_websocket,
+    idle_ping_and_timeout,
+);
