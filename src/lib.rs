@@ -62,6 +62,7 @@ mod http;
 mod limits;
 mod net;
 pub mod reactor;
+pub mod sse;
 pub mod ws;
 
 #[cfg(feature = "server")]

@@ -184,6 +184,12 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The `Last-Event-ID` field: the id of the last server-sent event a reconnecting client
+    /// received (see [`Response::event_stream`](crate::Response::event_stream)).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.head.header("last-event-id")
+    }
+
     /// True when the request asks to switch to WebSocket (`Upgrade: websocket`); it may still be
     /// malformed, which [`Request::upgrade_websocket`] tells.
     pub fn is_websocket_upgrade(&self) -> bool {

@@ -148,6 +148,8 @@ pub(crate) enum BodyKind {
     Chunks(Box<dyn Iterator<Item = Vec<u8>> + Send>),
     /// `101 Switching Protocols`, then the connection belongs to another protocol.
     Upgrade(Upgrade),
+    /// A server-sent event stream, fed by its senders.
+    Events(crate::sse::Stream),
 }
 
 impl Body {
@@ -190,6 +192,7 @@ impl Body {
             BodyKind::Reader(_, len) => *len,
             BodyKind::Chunks(_) => None,
             BodyKind::Upgrade(_) => Some(0),
+            BodyKind::Events(_) => None,
         }
     }
 
@@ -208,6 +211,7 @@ impl fmt::Debug for Body {
             BodyKind::Reader(_, None) => f.write_str("Body(reader)"),
             BodyKind::Chunks(_) => f.write_str("Body(chunks)"),
             BodyKind::Upgrade(_) => f.write_str("Body(upgrade)"),
+            BodyKind::Events(_) => f.write_str("Body(event stream)"),
         }
     }
 }

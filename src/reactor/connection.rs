@@ -23,6 +23,7 @@ use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::sys::Registered;
+use crate::sse::SseConn;
 use crate::ws::{Calls, Upgrade, Wake, WsConn, WsIo, WsNext, WsSender};
 
 /// A connection leaving the loop after a generic upgrade.
@@ -94,6 +95,8 @@ enum Phase {
     Dispatched,
     /// The connection speaks WebSocket.
     Ws(Box<WsConn>),
+    /// The response is an event stream, written as its senders send.
+    Sse(Box<SseConn>),
     /// A generic upgrade: once the 101 is out, the connection leaves the loop.
     Detach(Option<Upgrade>),
 }
@@ -198,12 +201,30 @@ impl Connection {
         }
         match &mut self.phase {
             Phase::Ws(_) => self.drive_ws(cx),
+            Phase::Sse(_) => self.drive_sse(cx),
             _ => Next::Detach,
         }
     }
 
     fn switched(&self) -> bool {
-        matches!(self.phase, Phase::Ws(_) | Phase::Detach(_))
+        matches!(self.phase, Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_))
+    }
+
+    fn drive_sse<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let Phase::Sse(sse) = &mut self.phase else {
+            return Next::Close;
+        };
+        if cx.closing {
+            sse.shutdown();
+        }
+        match sse.drive(self.socket.get(), cx.now) {
+            WsNext::Wait { write, deadline } => Next::Wait {
+                read: !write,
+                write,
+                deadline,
+            },
+            _ => Next::Close,
+        }
     }
 
     fn drive_ws<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
@@ -255,6 +276,15 @@ impl Connection {
         }
     }
 
+    /// Wakes this connection on its loop from any thread (WebSocket and event-stream senders).
+    fn waker<H>(&self, cx: &Cx<'_, H>) -> Box<dyn Wake> {
+        Box::new(LoopWake {
+            inbox: cx.wakes.clone(),
+            key: cx.key,
+            id: self.id,
+        })
+    }
+
     /// A pool worker ran this WebSocket's callbacks.
     pub(crate) fn ws_complete<H: Handler>(&mut self, calls: Calls, cx: &mut Cx<'_, H>) -> Next {
         let Phase::Ws(ws) = &mut self.phase else {
@@ -274,10 +304,14 @@ impl Connection {
     /// The connection is closing: a WebSocket's `on_close` is due (run here, or sent to the
     /// pool).
     pub(crate) fn finish(&mut self, pool: Option<&PoolSender>) {
-        if let Phase::Ws(ws) = &mut self.phase {
-            if let (Some(calls), Some(pool)) = (ws.finish(pool.is_none()), pool) {
-                pool.send(Job::WsLast(calls));
+        match &mut self.phase {
+            Phase::Ws(ws) => {
+                if let (Some(calls), Some(pool)) = (ws.finish(pool.is_none()), pool) {
+                    pool.send(Job::WsLast(calls));
+                }
             }
+            Phase::Sse(sse) => sse.finish(),
+            _ => {}
         }
     }
 
@@ -391,6 +425,10 @@ impl Connection {
             );
             return true;
         }
+        if let Phase::Sse(_) = self.phase {
+            // A heartbeat is due.
+            return true;
+        }
         let partial_head =
             matches!(self.phase, Phase::Head) && self.read.as_ref().is_some_and(|b| !b.is_empty());
         if partial_head && self.streaming.is_none() && self.write.as_ref().is_none_or(Vec::is_empty)
@@ -435,7 +473,7 @@ impl Connection {
         } else {
             match &self.phase {
                 Phase::Body { .. } => self.since + cfg.read_timeout,
-                Phase::Dispatched | Phase::Ws(_) | Phase::Detach(_) => {
+                Phase::Dispatched | Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_) => {
                     return Next::Wait {
                         read,
                         write,
@@ -564,7 +602,7 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched | Phase::Ws(_) | Phase::Detach(_) => Step::NeedInput,
+            Phase::Dispatched | Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_) => Step::NeedInput,
         }
     }
 
@@ -607,14 +645,13 @@ impl Connection {
             .write_response(head, answered.response, true, closing, out)
         {
             After::Done => {}
+            After::Stream(encoder, BodyKind::Events(events)) => {
+                let sse = SseConn::new(events, encoder, self.waker(cx), cx.now);
+                self.phase = Phase::Sse(Box::new(sse));
+            }
             After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
             After::Switch(Upgrade::WebSocket(handler, cfg)) => {
-                let wake = LoopWake {
-                    inbox: cx.wakes.clone(),
-                    key: cx.key,
-                    id: self.id,
-                };
-                let sender = WsSender::new(Box::new(wake), cfg.max_send_queue, self.peer);
+                let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
                 let ws = WsConn::new(handler, cfg, sender, cx.now);
                 self.phase = Phase::Ws(Box::new(ws));
             }
@@ -707,9 +744,10 @@ impl Streaming {
                 }
                 None => Some(self.encoder.finish(out)),
             },
-            BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) => {
-                Some(self.encoder.finish(out))
-            }
+            BodyKind::Static(_)
+            | BodyKind::Bytes(_)
+            | BodyKind::Upgrade(_)
+            | BodyKind::Events(_) => Some(self.encoder.finish(out)),
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
-use crate::net::upgrade::detach;
+use crate::net::upgrade::{detach, detach_events};
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -201,6 +201,13 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         let closing = panicked || shutting_down.load(Ordering::Acquire);
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
+            After::Stream(encoder, BodyKind::Events(events)) => {
+                // An event stream lasts as long as its client: a thread of its own.
+                flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+                let (stream, open) = conn.into_parts().ok()?;
+                detach_events(&shared.control, stream, events, encoder, open);
+                return None;
+            }
             After::Stream(mut encoder, kind) => {
                 let pumped = catch_unwind(AssertUnwindSafe(|| {
                     pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
@@ -302,7 +309,7 @@ fn pump(
                 }
             }
         }
-        BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) => {}
+        BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) | BodyKind::Events(_) => {}
     }
     encoder.finish(out) && flush(stream, out, timeout).is_ok()
 }

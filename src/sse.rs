@@ -1,0 +1,405 @@
+//! Server-sent events (`text/event-stream`) on both engines.
+//!
+//! [`Response::event_stream`] returns the response and an [`SseSender`]; the handler hands the
+//! sender to whatever produces events (a thread, a broadcaster) and returns the response. The
+//! engine then writes each event as it is sent, a heartbeat comment when the stream has been
+//! quiet for [`SseConfig::heartbeat`], and ends the stream when the client goes away (the sender
+//! reports [`SendError::Closed`]), when [`SseSender::close`] is called, or at server shutdown.
+//! On the thread-pool server a stream has a thread of its own; on the reactor it costs no thread.
+//!
+//! ```
+//! use twinhttp::{Request, Response};
+//! use twinhttp::sse::Event;
+//!
+//! fn clock(req: &mut Request<'_>) -> Response {
+//!     let resume_after: u64 = req.last_event_id().and_then(|id| id.parse().ok()).unwrap_or(0);
+//!     let (response, events) = Response::event_stream();
+//!     std::thread::spawn(move || {
+//!         for id in resume_after + 1.. {
+//!             let tick = Event::data(format!("tick {id}")).id(id.to_string());
+//!             if events.send(tick).is_err() {
+//!                 break; // the client went away
+//!             }
+//!             std::thread::sleep(std::time::Duration::from_secs(1));
+//!         }
+//!     });
+//!     response
+//! }
+//! # let _ = clock;
+//! ```
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::Response;
+use crate::http::conn::Encoder;
+use crate::http::response::{Body, BodyKind};
+pub use crate::ws::SendError;
+use crate::ws::{Wake, WsNext};
+
+/// One event. Fields with line breaks are cleaned: `id` and `event` lose them, `data` is sent as
+/// one `data:` line per line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    id: Option<String>,
+    event: Option<String>,
+    retry: Option<u64>,
+    data: String,
+}
+
+impl Event {
+    /// An event carrying `data` (may span lines).
+    pub fn data(data: impl Into<String>) -> Event {
+        Event {
+            data: data.into(),
+            ..Event::default()
+        }
+    }
+
+    /// Sets the event id (the client sends the last one back as `Last-Event-ID` when it
+    /// reconnects).
+    pub fn id(mut self, id: impl Into<String>) -> Event {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the event type (`event:`), which the browser dispatches on.
+    pub fn event(mut self, name: impl Into<String>) -> Event {
+        self.event = Some(name.into());
+        self
+    }
+
+    /// Sets the client's reconnection delay in milliseconds (`retry:`).
+    pub fn retry(mut self, ms: u64) -> Event {
+        self.retry = Some(ms);
+        self
+    }
+
+    /// The event in the wire format, ending with the blank line.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let one_line = |out: &mut Vec<u8>, name: &str, v: &str| {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend(v.bytes().filter(|&b| b != b'\r' && b != b'\n'));
+            out.push(b'\n');
+        };
+        if let Some(id) = &self.id {
+            one_line(out, "id", id);
+        }
+        if let Some(e) = &self.event {
+            one_line(out, "event", e);
+        }
+        if let Some(r) = self.retry {
+            one_line(out, "retry", &r.to_string());
+        }
+        // `lines` splits on \n and \r\n; a lone \r also ends a line in event streams.
+        for line in self
+            .data
+            .split('\n')
+            .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'))
+        {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+        out.push(b'\n');
+    }
+}
+
+/// Settings of an event stream.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct SseConfig {
+    /// A comment line is sent after this long without an event, so proxies and clients see a
+    /// live stream and a vanished client is noticed (`None`: never). Default 15 s.
+    pub heartbeat: Option<Duration>,
+    /// Bytes of events queued and not yet written beyond which [`SseSender::send`] fails with
+    /// [`SendError::Full`]. Default 1 MiB.
+    pub max_queue: usize,
+}
+
+impl Default for SseConfig {
+    fn default() -> Self {
+        SseConfig {
+            heartbeat: Some(Duration::from_secs(15)),
+            max_queue: 1 << 20,
+        }
+    }
+}
+
+impl SseConfig {
+    /// Sets [`SseConfig::heartbeat`].
+    pub fn heartbeat(mut self, every: Option<Duration>) -> Self {
+        self.heartbeat = every;
+        self
+    }
+    /// Sets [`SseConfig::max_queue`].
+    pub fn max_queue(mut self, bytes: usize) -> Self {
+        self.max_queue = bytes;
+        self
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    bytes: Vec<u8>,
+    closed: bool,
+    /// The sender asked to end the stream.
+    ending: bool,
+}
+
+pub(crate) struct Shared {
+    queue: Mutex<Queue>,
+    notified: AtomicBool,
+    /// Set by the engine when the stream starts; pushes before it just queue.
+    waker: OnceLock<Box<dyn Wake>>,
+    config: SseConfig,
+}
+
+/// The stream end the response (and then the engine) holds: when it goes, the senders see
+/// [`SendError::Closed`] (also when the stream was never started, as for a HEAD request).
+pub(crate) struct Stream(Arc<Shared>);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        lock(&self.0.queue).closed = true;
+    }
+}
+
+/// Sends events to one event stream from any thread. Cheap to clone.
+#[derive(Clone)]
+pub struct SseSender {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SseSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseSender")
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl SseSender {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        lock(&self.shared.queue)
+    }
+
+    fn push(&self, f: impl FnOnce(&mut Queue)) -> Result<(), SendError> {
+        {
+            let mut q = self.queue();
+            if q.closed || q.ending {
+                return Err(SendError::Closed);
+            }
+            if q.bytes.len() >= self.shared.config.max_queue {
+                return Err(SendError::Full);
+            }
+            f(&mut q);
+        }
+        if !self.shared.notified.swap(true, Ordering::AcqRel) {
+            if let Some(w) = self.shared.waker.get() {
+                w.wake();
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues an event. `Err(Closed)` once the client went away or the stream ended.
+    pub fn send(&self, event: Event) -> Result<(), SendError> {
+        self.push(|q| event.encode(&mut q.bytes))
+    }
+
+    /// Queues a comment line (ignored by clients; a keep-alive).
+    pub fn comment(&self, text: &str) -> Result<(), SendError> {
+        self.push(|q| {
+            q.bytes.extend_from_slice(b": ");
+            q.bytes
+                .extend(text.bytes().filter(|&b| b != b'\r' && b != b'\n'));
+            q.bytes.extend_from_slice(b"\n\n");
+        })
+    }
+
+    /// Ends the stream once what is queued has been written.
+    pub fn close(&self) {
+        let _ = self.push(|q| q.ending = true);
+    }
+
+    /// True once the stream ended (the client went away, [`SseSender::close`], or shutdown).
+    pub fn is_closed(&self) -> bool {
+        let q = self.queue();
+        q.closed || q.ending
+    }
+}
+
+impl Response {
+    /// A `text/event-stream` response and the sender that feeds it (default [`SseConfig`]).
+    pub fn event_stream() -> (Response, SseSender) {
+        Response::event_stream_with(SseConfig::default())
+    }
+
+    /// A `text/event-stream` response with `config`, and the sender that feeds it.
+    pub fn event_stream_with(config: SseConfig) -> (Response, SseSender) {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            notified: AtomicBool::new(true),
+            waker: OnceLock::new(),
+            config,
+        });
+        let response = Response::new(200)
+            .with_content_type("text/event-stream")
+            .with_header("cache-control", "no-cache")
+            .with_body(Body {
+                kind: BodyKind::Events(Stream(shared.clone())),
+            });
+        (response, SseSender { shared })
+    }
+}
+
+/// An event stream being written: the engine-independent driver.
+pub(crate) struct SseConn {
+    _stream: Stream,
+    shared: Arc<Shared>,
+    encoder: Encoder,
+    out: Vec<u8>,
+    written: usize,
+    last_write: Instant,
+    /// The stream is over: write what is left (and the last chunk), then close.
+    ending: bool,
+}
+
+impl SseConn {
+    pub(crate) fn new(
+        stream: Stream,
+        encoder: Encoder,
+        waker: Box<dyn Wake>,
+        now: Instant,
+    ) -> Self {
+        let _ = stream.0.waker.set(waker);
+        SseConn {
+            shared: stream.0.clone(),
+            _stream: stream,
+            encoder,
+            out: Vec::new(),
+            written: 0,
+            last_write: now,
+            ending: false,
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        lock(&self.shared.queue)
+    }
+
+    /// Server shutdown: end the stream after what is queued.
+    pub(crate) fn shutdown(&mut self) {
+        self.queue().ending = true;
+    }
+
+    /// Marks the sender closed (the connection is going away).
+    pub(crate) fn finish(&mut self) {
+        self.queue().closed = true;
+    }
+
+    /// Writes what is queued (and a heartbeat when due), watches for the client going away.
+    pub(crate) fn drive(&mut self, mut sock: &TcpStream, now: Instant) -> WsNext {
+        self.shared.notified.store(true, Ordering::Release);
+        // The client sends nothing on an event stream; end of input means it went away.
+        let mut scratch = [0u8; 512];
+        loop {
+            match sock.read(&mut scratch) {
+                Ok(0) => return self.closed(),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.closed(),
+            }
+        }
+        loop {
+            if self.written == self.out.len() {
+                self.out.clear();
+                self.written = 0;
+                let mut q = lock(&self.shared.queue);
+                if !q.bytes.is_empty() {
+                    self.encoder.encode(&q.bytes, &mut self.out);
+                    q.bytes.clear();
+                }
+                if q.ending && !self.ending {
+                    self.ending = true;
+                    self.encoder.finish(&mut self.out);
+                }
+                drop(q);
+                let beat = self.shared.config.heartbeat;
+                if self.out.is_empty() && beat.is_some_and(|b| now >= self.last_write + b) {
+                    self.encoder.encode(b":\n\n", &mut self.out);
+                }
+            }
+            if self.written == self.out.len() {
+                if self.ending {
+                    return self.closed();
+                }
+                self.shared.notified.store(false, Ordering::SeqCst);
+                let q = self.queue();
+                if !q.bytes.is_empty() || q.ending {
+                    drop(q);
+                    self.shared.notified.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                let deadline = self.shared.config.heartbeat.map(|b| self.last_write + b);
+                return WsNext::Wait {
+                    write: false,
+                    deadline,
+                };
+            }
+            match sock.write(&self.out[self.written..]) {
+                Ok(0) => return self.closed(),
+                Ok(n) => {
+                    self.written += n;
+                    self.last_write = now;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    return WsNext::Wait {
+                        write: true,
+                        deadline: Some(now + Duration::from_secs(30)),
+                    };
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.closed(),
+            }
+        }
+    }
+
+    fn closed(&mut self) -> WsNext {
+        self.finish();
+        WsNext::Close
+    }
+}
+
+/// Nothing under the queue's lock panics; a poisoned queue is still consistent.
+fn lock(q: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+    q.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_wire_format() {
+        let cases = [
+            (Event::data("hi"), "data: hi\n\n"),
+            (
+                Event::data("a\nb\r\nc\rd").id("7").event("tick").retry(500),
+                "id: 7\nevent: tick\nretry: 500\ndata: a\ndata: b\ndata: c\ndata: d\n\n",
+            ),
+            (Event::data("").id("x\ny"), "id: xy\ndata: \n\n"),
+        ];
+        for (event, want) in cases {
+            let mut out = Vec::new();
+            event.encode(&mut out);
+            assert_eq!(String::from_utf8_lossy(&out), want);
+        }
+    }
+}
