@@ -4,8 +4,11 @@
 
 mod support;
 
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
+use twinhttp::sse::{Event, SseSender};
+use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Body, Request, Response};
 
 const ROUTES: &[(&str, &str, &str)] = &[
@@ -25,8 +28,39 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "/status/{code}",
         "an empty response with that status, e.g. /status/204",
     ),
+    (
+        "GET",
+        "/ws",
+        "a WebSocket echo: every text and binary message sent back",
+    ),
+    (
+        "GET",
+        "/sse",
+        "server-sent events: one a second with an incrementing id (resumes after Last-Event-ID)",
+    ),
+    (
+        "GET",
+        "/file",
+        "this example's own source, as a file (Range and If-Modified-Since work)",
+    ),
     ("GET", "/routes", "this page"),
 ];
+
+/// Open event streams and the id each sends next; one ticker thread feeds them all.
+static STREAMS: Mutex<Vec<(SseSender, u64)>> = Mutex::new(Vec::new());
+
+fn ticker() {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let mut streams = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
+        // A stream whose client went away reports it and is dropped.
+        streams.retain_mut(|(events, id)| {
+            let tick = Event::data(format!("tick {id}")).id(id.to_string());
+            *id += 1;
+            events.send(tick).is_ok()
+        });
+    }
+}
 
 fn demo(req: &mut Request<'_>) -> Response {
     let path = req.path().to_owned();
@@ -53,13 +87,39 @@ fn demo(req: &mut Request<'_>) -> Response {
             Response::text(Body::chunks(chunks))
         }
         ("GET" | "HEAD", "/routes") => Response::html(routes_page()),
+        ("GET", "/ws") => match req.upgrade_websocket() {
+            Ok(upgrade) => upgrade.accept(|ws: &WsSender, msg: WsMessage| {
+                let _ = ws.send(msg);
+            }),
+            Err(refusal) => refusal,
+        },
+        ("GET", "/sse") => {
+            static TICKER: Once = Once::new();
+            TICKER.call_once(|| {
+                std::thread::spawn(ticker);
+            });
+            let next = req
+                .last_event_id()
+                .and_then(|id| id.parse::<u64>().ok())
+                .map_or(1, |id| id + 1);
+            let (response, events) = Response::event_stream();
+            STREAMS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((events, next));
+            response
+        }
+        ("GET" | "HEAD", "/file") => Response::file(
+            req,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.rs"),
+        ),
         ("GET" | "HEAD", p) if p.starts_with("/status/") => {
             match p["/status/".len()..].parse::<u16>() {
                 Ok(code) if (200..600).contains(&code) => Response::new(code),
                 _ => Response::new(400),
             }
         }
-        (_, "/" | "/echo" | "/stream" | "/routes") => Response::new(405),
+        (_, "/" | "/echo" | "/stream" | "/routes" | "/ws" | "/sse" | "/file") => Response::new(405),
         _ => Response::new(404),
     }
 }

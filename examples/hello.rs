@@ -42,12 +42,5 @@ fn hello(req: &mut Request<'_>) -> Response {
 }
 
 fn main() {
-    let args = support::Args::parse();
-    let running = args.serve(hello);
-    eprintln!(
-        "hello: listening on http://{} ({})",
-        running.local_addr(),
-        args.label()
-    );
-    running.wait();
+    support::Args::run("hello", hello);
 }

@@ -19,12 +19,5 @@ fn echo(req: &mut Request<'_>) -> Response {
 }
 
 fn main() {
-    let args = support::Args::parse();
-    let running = args.serve(echo);
-    eprintln!(
-        "ws_echo: listening on ws://{} ({})",
-        running.local_addr(),
-        args.label()
-    );
-    running.wait();
+    support::Args::run("ws_echo", echo);
 }

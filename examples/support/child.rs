@@ -44,7 +44,12 @@ impl ChildServer {
         ChildServer { child, addr }
     }
 
-    pub fn stop(mut self) {
+    /// Kills the server (also done on drop, so a failing caller leaves no process behind).
+    pub fn stop(self) {}
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -121,6 +121,19 @@ impl Args {
         })
     }
 
+    /// Parses the arguments, serves `handler`, prints `NAME: listening on http://ADDR (…)` (the
+    /// line the measuring tools read), and runs until the process is stopped.
+    pub fn run(name: &str, handler: impl Handler) {
+        let args = Args::parse();
+        let running = args.serve(handler);
+        eprintln!(
+            "{name}: listening on http://{} ({})",
+            running.local_addr(),
+            args.label()
+        );
+        running.wait();
+    }
+
     /// A label for the configuration, for log lines.
     pub fn label(&self) -> String {
         match self.engine.as_str() {

@@ -5,6 +5,7 @@ pub(crate) mod body;
 pub(crate) mod buf;
 pub(crate) mod conn;
 pub(crate) mod date;
+pub(crate) mod file;
 pub(crate) mod parse;
 pub(crate) mod request;
 pub(crate) mod response;

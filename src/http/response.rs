@@ -148,6 +148,8 @@ pub(crate) enum BodyKind {
     Chunks(Box<dyn Iterator<Item = Vec<u8>> + Send>),
     /// `101 Switching Protocols`, then the connection belongs to another protocol.
     Upgrade(Upgrade),
+    /// `len` bytes of a file from its current position ([`Response::file`]).
+    File(std::fs::File, u64),
     /// A server-sent event stream, fed by its senders.
     Events(crate::sse::Stream),
 }
@@ -193,6 +195,7 @@ impl Body {
             BodyKind::Chunks(_) => None,
             BodyKind::Upgrade(_) => Some(0),
             BodyKind::Events(_) => None,
+            BodyKind::File(_, len) => Some(*len),
         }
     }
 
@@ -212,6 +215,7 @@ impl fmt::Debug for Body {
             BodyKind::Chunks(_) => f.write_str("Body(chunks)"),
             BodyKind::Upgrade(_) => f.write_str("Body(upgrade)"),
             BodyKind::Events(_) => f.write_str("Body(event stream)"),
+            BodyKind::File(_, n) => write!(f, "Body(file, {n} bytes)"),
         }
     }
 }

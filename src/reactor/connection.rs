@@ -649,6 +649,11 @@ impl Connection {
                 let sse = SseConn::new(events, encoder, self.waker(cx), cx.now);
                 self.phase = Phase::Sse(Box::new(sse));
             }
+            After::Stream(encoder, BodyKind::File(file, len)) => {
+                // Read in pieces on the loop, like any sized reader.
+                let body = BodyKind::Reader(Box::new(file.take(len)), Some(len));
+                self.streaming = Some(Streaming { encoder, body });
+            }
             After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
             After::Switch(Upgrade::WebSocket(handler, cfg)) => {
                 let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
@@ -747,7 +752,8 @@ impl Streaming {
             BodyKind::Static(_)
             | BodyKind::Bytes(_)
             | BodyKind::Upgrade(_)
-            | BodyKind::Events(_) => Some(self.encoder.finish(out)),
+            | BodyKind::Events(_)
+            | BodyKind::File(..) => Some(self.encoder.finish(out)),
         }
     }
 }

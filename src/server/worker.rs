@@ -282,6 +282,11 @@ fn pump(
     timeout: Duration,
 ) -> bool {
     match kind {
+        BodyKind::File(file, len) => {
+            // The head goes first; the bytes bypass the encoder (a file body has a length).
+            return flush(stream, out, timeout).is_ok()
+                && io::send_file(stream, &file, len, timeout);
+        }
         BodyKind::Reader(mut reader, _) => {
             let mut chunk = vec![0u8; 16 * 1024];
             loop {

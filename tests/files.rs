@@ -1,0 +1,152 @@
+//! File responses over real sockets on every engine configuration: whole files (sendfile on the
+//! thread-pool engine), single ranges, 416, conditional requests, HEAD, missing files, and
+//! keep-alive after each.
+#![cfg(feature = "server")]
+mod support;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use support::{Client, Engine, start};
+use twinhttp::{Request, Response};
+
+/// A file of `len` patterned bytes in the temp dir, removed on drop.
+struct TempFile(PathBuf, Vec<u8>);
+
+impl TempFile {
+    fn new(len: usize) -> TempFile {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "twinhttp-file-{}-{}.bin",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("write temp file");
+        TempFile(path, bytes)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn serve(engine: Engine, file: &TempFile) -> support::TestServer {
+    let path = file.0.clone();
+    let dir = std::env::temp_dir();
+    start(engine, move |req: &mut Request<'_>| match req.path() {
+        "/file" => Response::file(req, &path),
+        "/missing" => Response::file(req, dir.join("twinhttp-no-such-file")),
+        "/dir" => Response::file(req, &dir),
+        _ => Response::new(404),
+    })
+}
+
+fn get(c: &mut Client, path: &str, extra: &str) -> support::Raw {
+    c.roundtrip(format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}\r\n").as_bytes())
+}
+
+fn whole_file_head_and_keep_alive(engine: Engine) {
+    let file = TempFile::new(3 * 1024 * 1024 + 17);
+    let srv = serve(engine, &file);
+    let mut c = Client::new(srv.addr);
+    for _ in 0..2 {
+        let r = get(&mut c, "/file", "");
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("content-length"),
+            Some(file.1.len().to_string().as_str())
+        );
+        assert_eq!(r.header("accept-ranges"), Some("bytes"));
+        assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+        assert!(r.header("last-modified").is_some());
+        assert!(r.body == file.1, "body differs");
+    }
+    c.send(b"HEAD /file HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.read_response(true).expect("HEAD response");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-length"),
+        Some(file.1.len().to_string().as_str())
+    );
+    // No body followed the HEAD response: the next exchange parses.
+    assert_eq!(get(&mut c, "/file", "Range: bytes=0-0\r\n").status, 206);
+}
+
+fn ranges(engine: Engine) {
+    let file = TempFile::new(1000);
+    let srv = serve(engine, &file);
+    let mut c = Client::new(srv.addr);
+    let r = get(&mut c, "/file", "Range: bytes=10-19\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-range"), Some("bytes 10-19/1000"));
+    assert_eq!(r.body, &file.1[10..20]);
+    let r = get(&mut c, "/file", "Range: bytes=-5\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-range"), Some("bytes 995-999/1000"));
+    assert_eq!(r.body, &file.1[995..]);
+    let r = get(&mut c, "/file", "Range: bytes=990-\r\n");
+    assert_eq!(r.body, &file.1[990..]);
+    let r = get(&mut c, "/file", "Range: bytes=1000-\r\n");
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */1000"));
+    // Several ranges, or a malformed one: the whole file.
+    for h in ["Range: bytes=0-1,5-6\r\n", "Range: bytes=x-y\r\n"] {
+        let r = get(&mut c, "/file", h);
+        assert_eq!((r.status, r.body.len()), (200, 1000), "{h}");
+    }
+    // If-Range that does not match Last-Modified: the whole file.
+    let r = get(
+        &mut c,
+        "/file",
+        "Range: bytes=0-1\r\nIf-Range: Mon, 01 Jan 1990 00:00:00 GMT\r\n",
+    );
+    assert_eq!(r.status, 200);
+}
+
+fn conditional_requests(engine: Engine) {
+    let file = TempFile::new(100);
+    let srv = serve(engine, &file);
+    let mut c = Client::new(srv.addr);
+    let lm = get(&mut c, "/file", "")
+        .header("last-modified")
+        .expect("lm")
+        .to_owned();
+    let r = get(&mut c, "/file", &format!("If-Modified-Since: {lm}\r\n"));
+    assert_eq!(r.status, 304);
+    assert!(r.header("content-length").is_none());
+    let r = get(
+        &mut c,
+        "/file",
+        "If-Modified-Since: Mon, 01 Jan 1990 00:00:00 GMT\r\n",
+    );
+    assert_eq!((r.status, r.body.len()), (200, 100));
+    let r = get(&mut c, "/file", "If-Modified-Since: not a date\r\n");
+    assert_eq!(r.status, 200);
+    let r = get(
+        &mut c,
+        "/file",
+        &format!("Range: bytes=1-2\r\nIf-Range: {lm}\r\n"),
+    );
+    assert_eq!(r.status, 206);
+}
+
+fn missing_files_and_methods(engine: Engine) {
+    let file = TempFile::new(10);
+    let srv = serve(engine, &file);
+    let mut c = Client::new(srv.addr);
+    assert_eq!(get(&mut c, "/missing", "").status, 404);
+    assert_eq!(get(&mut c, "/dir", "").status, 404);
+    let r = c.roundtrip(b"DELETE /file HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.status, 405);
+    assert_eq!(get(&mut c, "/file", "").body, file.1);
+}
+
+engine_tests!(
+    whole_file_head_and_keep_alive,
+    ranges,
+    conditional_requests,
+    missing_files_and_methods,
+);
