@@ -97,8 +97,9 @@ enum Phase {
     Ws(Box<WsConn>),
     /// The response is an event stream, written as its senders send.
     Sse(Box<SseConn>),
-    /// A generic upgrade: once the 101 is out, the connection leaves the loop.
-    Detach(Option<Upgrade>),
+    /// A generic upgrade: once the 101 is out, the connection leaves the loop. (Boxed: every
+    /// connection's slab slot is as large as the largest phase.)
+    Detach(Option<Box<Upgrade>>),
 }
 
 /// A response body being produced piece by piece as the socket takes it.
@@ -321,7 +322,7 @@ impl Connection {
         let Phase::Detach(upgrade) = &mut self.phase else {
             return None;
         };
-        let upgrade = upgrade.take()?;
+        let upgrade = *upgrade.take()?;
         let leftover = self
             .read
             .as_ref()
@@ -660,7 +661,7 @@ impl Connection {
                 let ws = WsConn::new(handler, cfg, sender, cx.now);
                 self.phase = Phase::Ws(Box::new(ws));
             }
-            After::Switch(raw) => self.phase = Phase::Detach(Some(raw)),
+            After::Switch(raw) => self.phase = Phase::Detach(Some(Box::new(raw))),
         }
     }
 

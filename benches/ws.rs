@@ -1,0 +1,79 @@
+//! WebSocket echo round trips over loopback per engine configuration: a tungstenite client sends
+//! one message and waits for its echo, 32 B and 64 KiB binary messages.
+#![allow(missing_docs)] // criterion_group! generates an undocumented fn
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tungstenite::{Message, WebSocket};
+use twinhttp::reactor::{Dispatch, Reactor};
+use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::{Request, Response};
+
+fn echo(req: &mut Request<'_>) -> Response {
+    match req.upgrade_websocket() {
+        Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
+            let _ = ws.send(msg);
+        }),
+        Err(r) => r,
+    }
+}
+
+fn client(addr: SocketAddr) -> WebSocket<TcpStream> {
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    tungstenite::client(format!("ws://{addr}/"), stream)
+        .expect("handshake")
+        .0
+}
+
+fn bench_engine(c: &mut Criterion, name: &str, addr: SocketAddr) {
+    let mut ws = client(addr);
+    let mut g = c.benchmark_group(format!("ws/{name}"));
+    for size in [32usize, 64 * 1024] {
+        let payload = tungstenite::Bytes::from(vec![0x5a; size]);
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_function(format!("echo_{size}B"), |b| {
+            b.iter(|| {
+                ws.send(Message::Binary(payload.clone())).expect("send");
+                match ws.read().expect("echo") {
+                    Message::Binary(b) => assert_eq!(b.len(), size),
+                    other => panic!("unexpected {other:?}"),
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+fn engines(c: &mut Criterion) {
+    for (name, dispatch) in [
+        ("reactor_inline", Dispatch::Inline),
+        ("reactor_pool", Dispatch::Pool(2)),
+    ] {
+        let r = Reactor::builder()
+            .loops(1)
+            .dispatch(dispatch)
+            .serve("127.0.0.1:0", echo)
+            .expect("reactor");
+        bench_engine(c, name, r.local_addr());
+        let _ = r.shutdown(Duration::from_secs(5));
+    }
+    #[cfg(feature = "server")]
+    {
+        let s = twinhttp::server::Server::builder()
+            .workers(2)
+            .serve("127.0.0.1:0", echo)
+            .expect("server");
+        bench_engine(c, "server", s.local_addr());
+        let _ = s.shutdown(Duration::from_secs(5));
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(4));
+    targets = engines
+}
+criterion_main!(benches);
