@@ -2,12 +2,13 @@
 //! one message and waits for its echo, 32 B and 64 KiB binary messages.
 #![allow(missing_docs)] // criterion_group! generates an undocumented fn
 
+mod common;
+
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tungstenite::{Message, WebSocket};
-use twinhttp::reactor::{Dispatch, Reactor};
 use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
@@ -48,27 +49,9 @@ fn bench_engine(c: &mut Criterion, name: &str, addr: SocketAddr) {
 }
 
 fn engines(c: &mut Criterion) {
-    for (name, dispatch) in [
-        ("reactor_inline", Dispatch::Inline),
-        ("reactor_pool", Dispatch::Pool(2)),
-    ] {
-        let r = Reactor::builder()
-            .loops(1)
-            .dispatch(dispatch)
-            .serve("127.0.0.1:0", echo)
-            .expect("reactor");
-        bench_engine(c, name, r.local_addr());
-        let _ = r.shutdown(Duration::from_secs(5));
-    }
-    #[cfg(feature = "server")]
-    {
-        let s = twinhttp::server::Server::builder()
-            .workers(2)
-            .serve("127.0.0.1:0", echo)
-            .expect("server");
-        bench_engine(c, "server", s.local_addr());
-        let _ = s.shutdown(Duration::from_secs(5));
-    }
+    common::each_engine(echo as fn(&mut Request<'_>) -> Response, |name, addr| {
+        bench_engine(c, name, addr)
+    });
 }
 
 criterion_group! {

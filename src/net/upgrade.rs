@@ -94,6 +94,7 @@ impl Session for SseConn {
 }
 
 /// An event stream on the thread-pool engine: a thread of its own, like a WebSocket.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) fn detach_events(
     control: &Arc<Control>,
     stream: TcpStream,
