@@ -13,6 +13,10 @@
 //!   an epoll/kqueue poller and handed back to the pool when its next request arrives.
 //! - **[`reactor`]**: event loops on the `polling` crate, non-blocking sockets, handlers run on the
 //!   loop ([`reactor::Dispatch::Inline`]) or on a worker pool ([`reactor::Dispatch::Pool`]).
+//! - **[`ws`]**: WebSocket (RFC 6455) on both engines: the core checks the upgrade, tungstenite
+//!   drives the frames, one [`ws::WsHandler`] runs the callbacks and a [`ws::WsSender`] pushes
+//!   from any thread. **[`sse`]**: server-sent events ([`Response::event_stream`]).
+//!   [`Response::file`] serves files with ranges and conditional requests.
 //!
 //! ## Choosing
 //!
