@@ -12,8 +12,19 @@ use slab::Slab;
 
 use crate::{Error, ErrorKind};
 
+/// Wakes a thread that waits for its socket (a sender pushed, or shutdown began).
+pub(crate) trait Wake: Send + Sync {
+    fn wake(&self);
+}
+
+impl Wake for Poller {
+    fn wake(&self) {
+        let _ = self.notify();
+    }
+}
+
 /// State shared by every thread of one running engine.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Control {
     /// Set once when shutdown begins.
     pub(crate) shutting_down: AtomicBool,
@@ -23,7 +34,17 @@ pub(crate) struct Control {
     /// connections): shutdown waits for them too.
     detached: AtomicUsize,
     /// Pollers of those threads, notified when shutdown begins.
-    watchers: Mutex<Slab<Arc<Poller>>>,
+    watchers: Mutex<Slab<Arc<dyn Wake>>>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("shutting_down", &self.shutting_down)
+            .field("open", &self.open)
+            .field("detached", &self.detached)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Control {
@@ -42,21 +63,21 @@ impl Control {
         self.open.load(Ordering::Relaxed)
     }
 
-    fn watchers(&self) -> std::sync::MutexGuard<'_, Slab<Arc<Poller>>> {
+    fn watchers(&self) -> std::sync::MutexGuard<'_, Slab<Arc<dyn Wake>>> {
         // Nothing under this lock panics; a poisoned slab is still consistent.
         self.watchers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Has `poller` notified when shutdown begins, for as long as the guard lives. Check
     /// [`Control::is_shutting_down`] after this, so a shutdown that began just before is seen.
-    pub(crate) fn watch(self: &Arc<Self>, poller: Arc<Poller>) -> WatchGuard {
-        let key = self.watchers().insert(poller);
+    pub(crate) fn watch(self: &Arc<Self>, waker: Arc<dyn Wake>) -> WatchGuard {
+        let key = self.watchers().insert(waker);
         WatchGuard(self.clone(), key)
     }
 
     fn notify_watchers(&self) {
-        for (_, p) in self.watchers().iter() {
-            let _ = p.notify();
+        for (_, w) in self.watchers().iter() {
+            w.wake();
         }
     }
 

@@ -5,18 +5,25 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Instant;
 
-use polling::{Event, Events, Poller};
+use std::os::fd::{AsFd, BorrowedFd};
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
-use crate::engine::{Control, OpenGuard, wait_events};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use crate::engine::{Control, OpenGuard};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
-use crate::net::sys::Registered;
 use crate::sse::{SseConn, Stream};
 use crate::ws::{Upgrade, Upgraded, Wake, WsConfig, WsConn, WsHandler, WsIo, WsNext, WsSender};
 
 /// Hands an upgraded connection to a new thread: the generic callback with a blocking socket,
 /// or a WebSocket driven as blocking code (callbacks on that thread). The thread counts as the
 /// connection (`open`) and as a detached thread until it ends.
+///
+/// A WebSocket needs a [`Waiter`]; the thread-pool engine makes it before it sends the 101, so a
+/// process out of descriptors answers 503 instead of switching and then dropping the connection.
 pub(crate) fn detach(
     control: &Arc<Control>,
     stream: TcpStream,
@@ -24,6 +31,7 @@ pub(crate) fn detach(
     peer: Option<SocketAddr>,
     upgrade: Upgrade,
     open: OpenGuard,
+    waiter: Option<Arc<Waiter>>,
 ) {
     let ctl = control.clone();
     let spawned = match upgrade {
@@ -36,7 +44,7 @@ pub(crate) fn detach(
         }),
         Upgrade::WebSocket(handler, cfg) => control.spawn_detached("twinhttp-ws", move || {
             let _open = open;
-            if let Err(e) = run_ws(&ctl, stream, leftover, peer, handler, cfg) {
+            if let Err(e) = run_ws(&ctl, stream, leftover, peer, handler, cfg, waiter) {
                 log::warn!("websocket closed: {e}");
             }
         }),
@@ -46,15 +54,82 @@ pub(crate) fn detach(
     }
 }
 
-struct PollerWake(Arc<Poller>);
+/// How a connection thread waits: for its socket and for wake-ups (a sender pushed, shutdown
+/// began) in one `poll(2)`. The wake-up is an eventfd on Linux (one descriptor), a socket pair
+/// elsewhere; with the socket that is two (three) descriptors per connection thread.
+pub(crate) struct Waiter {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    wake_fd: std::os::fd::OwnedFd,
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pair: (UnixStream, UnixStream),
+}
 
-impl Wake for PollerWake {
-    fn wake(&self) {
-        let _ = self.0.notify();
+impl Waiter {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) fn new() -> std::io::Result<Waiter> {
+        use rustix::event::{EventfdFlags, eventfd};
+        let wake_fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Waiter { wake_fd })
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(crate) fn new() -> std::io::Result<Waiter> {
+        let pair = UnixStream::pair()?;
+        pair.0.set_nonblocking(true)?;
+        pair.1.set_nonblocking(true)?;
+        Ok(Waiter { pair })
+    }
+
+    /// The descriptor that becomes readable on a wake-up.
+    fn wake_side(&self) -> BorrowedFd<'_> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.wake_fd.as_fd();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        return self.pair.0.as_fd();
+    }
+
+    /// Consumes pending wake-ups.
+    fn drain(&self) {
+        let mut buf = [0u8; 64];
+        while matches!(rustix::io::read(self.wake_side(), &mut buf), Ok(n) if n > 0) {}
+    }
+
+    /// Waits until `sock` is readable (writable with `write`), a wake-up, or `timeout`.
+    fn wait(&self, sock: &TcpStream, write: bool, timeout: Option<Duration>) {
+        let flags = if write { PollFlags::OUT } else { PollFlags::IN };
+        let timeout = timeout.map(|t| Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        });
+        let mut fds = [
+            PollFd::new(sock, flags),
+            PollFd::from_borrowed_fd(self.wake_side(), PollFlags::IN),
+        ];
+        // EINTR and the like: the caller drives the connection and waits again.
+        let _ = poll(&mut fds, timeout.as_ref());
+        if !fds[1].revents().is_empty() {
+            self.drain();
+        }
     }
 }
 
-const SOCKET: usize = 0;
+impl Wake for Waiter {
+    fn wake(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let _ = rustix::io::write(&self.wake_fd, &1u64.to_ne_bytes());
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = rustix::io::write(&self.pair.1, &[1]);
+    }
+}
+
+/// Forwards wake-ups to a shared waiter (a sender holds one of these).
+struct SharedWake(Arc<Waiter>);
+
+impl Wake for SharedWake {
+    fn wake(&self) {
+        self.0.wake();
+    }
+}
 
 /// A connection driven on a thread of its own after its HTTP exchange: a WebSocket or an event
 /// stream.
@@ -101,19 +176,14 @@ pub(crate) fn detach_events(
     events: Stream,
     encoder: Encoder,
     open: OpenGuard,
+    waiter: Arc<Waiter>,
 ) {
     let ctl = control.clone();
     let spawned = control.spawn_detached("twinhttp-sse", move || {
         let _open = open;
-        let run = || -> std::io::Result<()> {
-            let poller = Arc::new(Poller::new()?);
-            let waker = Box::new(PollerWake(poller.clone()));
-            let sse = SseConn::new(events, encoder, waker, Instant::now());
-            run_session(&ctl, &poller, stream, sse, ReadBuf::new())
-        };
-        if let Err(e) = run() {
-            log::warn!("event stream closed: {e}");
-        }
+        let waker = Box::new(SharedWake(waiter.clone()));
+        let sse = SseConn::new(events, encoder, waker, Instant::now());
+        run_session(&ctl, &waiter, &stream, sse, ReadBuf::new());
     });
     if let Err(e) = spawned {
         log::error!("cannot start a connection thread: {e}; closing it");
@@ -129,58 +199,55 @@ fn run_ws(
     peer: Option<SocketAddr>,
     handler: Box<dyn WsHandler>,
     cfg: WsConfig,
+    waiter: Option<Arc<Waiter>>,
 ) -> std::io::Result<()> {
-    let poller = Arc::new(Poller::new()?);
+    let waiter = match waiter {
+        Some(w) => w,
+        None => Arc::new(Waiter::new()?),
+    };
     let sender = WsSender::new(
-        Box::new(PollerWake(poller.clone())),
+        Box::new(SharedWake(waiter.clone())),
         cfg.max_send_queue,
         peer,
     );
     let ws = WsConn::new(handler, cfg, sender, Instant::now());
     let mut buf = ReadBuf::new();
     buf.push(&leftover);
-    run_session(control, &poller, stream, ws, buf)
+    run_session(control, &waiter, &stream, ws, buf);
+    Ok(())
 }
 
 /// Drives `session` until it closes. Server shutdown wakes it to end (WebSockets close with
 /// 1001, event streams end after what is queued).
 fn run_session(
     control: &Arc<Control>,
-    poller: &Arc<Poller>,
-    stream: TcpStream,
+    waiter: &Arc<Waiter>,
+    socket: &TcpStream,
     mut session: impl Session,
     mut buf: ReadBuf,
-) -> std::io::Result<()> {
-    let socket = Registered::new(poller.clone(), stream, Event::none(SOCKET))?;
-    let _watch = control.watch(poller.clone());
-    let mut events = Events::new();
+) {
+    let _watch = control.watch(waiter.clone());
     let mut stopping = false;
-    let result = loop {
+    loop {
         let now = Instant::now();
         if !stopping && control.is_shutting_down() {
             stopping = true;
-            session.shutdown(socket.get(), &mut buf, now);
+            session.shutdown(socket, &mut buf, now);
         }
-        let (write, deadline) = match session.drive(socket.get(), &mut buf, now) {
+        let (write, deadline) = match session.drive(socket, &mut buf, now) {
             WsNext::Wait { write, deadline } => (write, deadline),
             WsNext::Again => continue,
-            WsNext::Close | WsNext::Dispatch | WsNext::Busy => break Ok(()),
+            WsNext::Close | WsNext::Dispatch | WsNext::Busy => break,
         };
-        let interest = if write {
-            Event::writable(SOCKET)
-        } else {
-            Event::readable(SOCKET)
-        };
-        if let Err(e) = socket.rearm(interest) {
-            break Err(e);
-        }
-        let timeout = deadline.map(|d| d.saturating_duration_since(now));
-        wait_events(poller, &mut events, timeout, "connection thread");
+        waiter.wait(
+            socket,
+            write,
+            deadline.map(|d| d.saturating_duration_since(now)),
+        );
         let now = Instant::now();
         if deadline.is_some_and(|d| d <= now) {
-            session.expire(socket.get(), &mut buf, now);
+            session.expire(socket, &mut buf, now);
         }
-    };
+    }
     session.finish();
-    result
 }

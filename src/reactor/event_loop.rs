@@ -244,6 +244,7 @@ impl<H: Handler> EventLoop<H> {
                         d.peer,
                         d.upgrade,
                         d.open,
+                        None,
                     );
                 }
             }

@@ -23,7 +23,8 @@ use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
-use crate::net::upgrade::{detach, detach_events};
+use crate::net::upgrade::{Waiter, detach, detach_events};
+use crate::ws::Upgrade;
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -199,13 +200,27 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
 
         // 3. The response.
         let closing = panicked || shutting_down.load(Ordering::Acquire);
+        let mark = s.write.len();
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
             After::Stream(encoder, BodyKind::Events(events)) => {
-                // An event stream lasts as long as its client: a thread of its own.
+                // An event stream lasts as long as its client: a thread of its own, whose
+                // waiter is made before the head goes out (out of descriptors: 503 instead).
+                let Ok(waiter) = Waiter::new() else {
+                    s.write.truncate(mark);
+                    fail(stream, &mut http, &mut s.write, 503, cfg);
+                    return None;
+                };
                 flush(stream, &mut s.write, cfg.write_timeout).ok()?;
                 let (stream, open) = conn.into_parts().ok()?;
-                detach_events(&shared.control, stream, events, encoder, open);
+                detach_events(
+                    &shared.control,
+                    stream,
+                    events,
+                    encoder,
+                    open,
+                    Arc::new(waiter),
+                );
                 return None;
             }
             After::Stream(mut encoder, kind) => {
@@ -217,11 +232,30 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 }
             }
             After::Switch(upgrade) => {
+                let waiter = match &upgrade {
+                    Upgrade::WebSocket(..) => match Waiter::new() {
+                        Ok(w) => Some(Arc::new(w)),
+                        Err(_) => {
+                            s.write.truncate(mark);
+                            fail(stream, &mut http, &mut s.write, 503, cfg);
+                            return None;
+                        }
+                    },
+                    Upgrade::Raw(_) => None,
+                };
                 flush(stream, &mut s.write, cfg.write_timeout).ok()?;
                 let leftover = s.read.filled().to_vec();
                 let peer = conn.peer;
                 let (stream, open) = conn.into_parts().ok()?;
-                detach(&shared.control, stream, leftover, peer, upgrade, open);
+                detach(
+                    &shared.control,
+                    stream,
+                    leftover,
+                    peer,
+                    upgrade,
+                    open,
+                    waiter,
+                );
                 return None;
             }
         }

@@ -278,10 +278,7 @@ impl fmt::Display for SendError {
 
 impl std::error::Error for SendError {}
 
-/// Wakes the engine that drives a connection so it takes queued messages.
-pub(crate) trait Wake: Send + Sync {
-    fn wake(&self);
-}
+pub(crate) use crate::engine::Wake;
 
 /// An item queued by a sender.
 pub(crate) enum Out {
