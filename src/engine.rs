@@ -23,6 +23,46 @@ impl Wake for Poller {
     }
 }
 
+impl<W: Wake + ?Sized> Wake for Arc<W> {
+    fn wake(&self) {
+        (**self).wake()
+    }
+}
+
+/// Whether the thread that drains a queue needs a wake-up: set while it runs or while a wake-up
+/// is pending, so a burst of pushes from other threads costs one wake-up.
+#[derive(Debug)]
+pub(crate) struct WakeFlag(AtomicBool);
+
+impl WakeFlag {
+    /// `running`: the draining thread starts out running (no wake-up needed yet).
+    pub(crate) fn new(running: bool) -> Self {
+        WakeFlag(AtomicBool::new(running))
+    }
+
+    /// After a push: true when the pusher must wake the draining thread.
+    pub(crate) fn should_wake(&self) -> bool {
+        !self.0.swap(true, Ordering::AcqRel)
+    }
+
+    /// The draining thread runs: pushes need not wake it.
+    pub(crate) fn running(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// The draining thread is about to wait: later pushes wake it. `pending` looks at the queue
+    /// after the flag is cleared, so a push in between is never missed; true (and the flag set
+    /// again) when something is pending: run again instead of waiting.
+    pub(crate) fn settle(&self, pending: impl FnOnce() -> bool) -> bool {
+        self.0.store(false, Ordering::SeqCst);
+        let pending = pending();
+        if pending {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        pending
+    }
+}
+
 /// State shared by every thread of one running engine.
 #[derive(Default)]
 pub(crate) struct Control {

@@ -30,11 +30,11 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::Response;
+use crate::engine::WakeFlag;
 use crate::http::conn::Encoder;
 use crate::http::response::{Body, BodyKind};
 pub use crate::ws::SendError;
@@ -153,7 +153,7 @@ struct Queue {
 
 pub(crate) struct Shared {
     queue: Mutex<Queue>,
-    notified: AtomicBool,
+    notified: WakeFlag,
     /// Set by the engine when the stream starts; pushes before it just queue.
     waker: OnceLock<Box<dyn Wake>>,
     config: SseConfig,
@@ -199,7 +199,7 @@ impl SseSender {
             }
             f(&mut q);
         }
-        if !self.shared.notified.swap(true, Ordering::AcqRel) {
+        if self.shared.notified.should_wake() {
             if let Some(w) = self.shared.waker.get() {
                 w.wake();
             }
@@ -244,7 +244,7 @@ impl Response {
     pub fn event_stream_with(config: SseConfig) -> (Response, SseSender) {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
-            notified: AtomicBool::new(true),
+            notified: WakeFlag::new(true),
             waker: OnceLock::new(),
             config,
         });
@@ -305,7 +305,7 @@ impl SseConn {
 
     /// Writes what is queued (and a heartbeat when due), watches for the client going away.
     pub(crate) fn drive(&mut self, mut sock: &TcpStream, now: Instant) -> WsNext {
-        self.shared.notified.store(true, Ordering::Release);
+        self.shared.notified.running();
         // The client sends nothing on an event stream; end of input means it went away.
         let mut scratch = [0u8; 512];
         loop {
@@ -340,11 +340,12 @@ impl SseConn {
                 if self.ending {
                     return self.closed();
                 }
-                self.shared.notified.store(false, Ordering::SeqCst);
-                let q = self.queue();
-                if !q.bytes.is_empty() || q.ending {
-                    drop(q);
-                    self.shared.notified.store(true, Ordering::SeqCst);
+                let queue = &self.shared.queue;
+                let pending = || {
+                    let q = lock(queue);
+                    !q.bytes.is_empty() || q.ending
+                };
+                if self.shared.notified.settle(pending) {
                     continue;
                 }
                 let deadline = self.shared.config.heartbeat.map(|b| self.last_write + b);

@@ -122,15 +122,6 @@ impl Wake for Waiter {
     }
 }
 
-/// Forwards wake-ups to a shared waiter (a sender holds one of these).
-struct SharedWake(Arc<Waiter>);
-
-impl Wake for SharedWake {
-    fn wake(&self) {
-        self.0.wake();
-    }
-}
-
 /// A connection driven on a thread of its own after its HTTP exchange: a WebSocket or an event
 /// stream.
 trait Session {
@@ -181,7 +172,7 @@ pub(crate) fn detach_events(
     let ctl = control.clone();
     let spawned = control.spawn_detached("twinhttp-sse", move || {
         let _open = open;
-        let waker = Box::new(SharedWake(waiter.clone()));
+        let waker = Box::new(waiter.clone());
         let sse = SseConn::new(events, encoder, waker, Instant::now());
         run_session(&ctl, &waiter, &stream, sse, ReadBuf::new());
     });
@@ -205,11 +196,7 @@ fn run_ws(
         Some(w) => w,
         None => Arc::new(Waiter::new()?),
     };
-    let sender = WsSender::new(
-        Box::new(SharedWake(waiter.clone())),
-        cfg.max_send_queue,
-        peer,
-    );
+    let sender = WsSender::new(Box::new(waiter.clone()), cfg.max_send_queue, peer);
     let ws = WsConn::new(handler, cfg, sender, Instant::now());
     let mut buf = ReadBuf::new();
     buf.push(&leftover);

@@ -1,15 +1,16 @@
 //! A loop's inbox: items pushed from other threads (pool answers, accepted sockets), with one
 //! `Poller::notify` per burst rather than per item.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use polling::Poller;
 
+use crate::engine::WakeFlag;
+
 pub(crate) struct Inbox<T> {
     items: Mutex<Vec<T>>,
     /// Set while a wake-up is pending, so a burst of pushes costs one `notify`.
-    notified: AtomicBool,
+    notified: WakeFlag,
     poller: Arc<Poller>,
 }
 
@@ -17,7 +18,7 @@ impl<T> Inbox<T> {
     pub(crate) fn new(poller: Arc<Poller>) -> Self {
         Inbox {
             items: Mutex::new(Vec::new()),
-            notified: AtomicBool::new(false),
+            notified: WakeFlag::new(false),
             poller,
         }
     }
@@ -28,14 +29,14 @@ impl<T> Inbox<T> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(item);
-        if !self.notified.swap(true, Ordering::AcqRel) {
+        if self.notified.should_wake() {
             let _ = self.poller.notify();
         }
     }
 
     /// Moves everything pushed so far into `into` (the loop calls this after each wake-up).
     pub(crate) fn take(&self, into: &mut Vec<T>) {
-        self.notified.store(false, Ordering::Release);
+        self.notified.settle(|| false);
         into.append(&mut self.items.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }

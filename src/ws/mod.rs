@@ -43,7 +43,6 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -279,6 +278,7 @@ impl fmt::Display for SendError {
 impl std::error::Error for SendError {}
 
 pub(crate) use crate::engine::Wake;
+use crate::engine::WakeFlag;
 
 /// An item queued by a sender.
 pub(crate) enum Out {
@@ -297,7 +297,7 @@ struct SenderShared {
     queue: Mutex<Queue>,
     /// Set while the engine is running this connection or a wake-up is pending: a push then
     /// needs no wake-up of its own.
-    notified: AtomicBool,
+    notified: WakeFlag,
     waker: Box<dyn Wake>,
     limit: usize,
     peer: Option<SocketAddr>,
@@ -323,7 +323,7 @@ impl WsSender {
         WsSender {
             shared: Arc::new(SenderShared {
                 queue: Mutex::new(Queue::default()),
-                notified: AtomicBool::new(true),
+                notified: WakeFlag::new(true),
                 waker,
                 limit,
                 peer,
@@ -348,7 +348,7 @@ impl WsSender {
             q.bytes += len;
             q.items.push_back(out);
         }
-        if !self.shared.notified.swap(true, Ordering::AcqRel) {
+        if self.shared.notified.should_wake() {
             self.shared.waker.wake();
         }
         Ok(())
@@ -400,18 +400,15 @@ impl WsSender {
 
     /// The engine is running this connection: pushes need not wake it.
     pub(crate) fn running(&self) {
-        self.shared.notified.store(true, Ordering::Release);
+        self.shared.notified.running();
     }
 
     /// The engine is about to wait: later pushes wake it. True when something was queued in
     /// between (run again instead of waiting).
     pub(crate) fn settle(&self) -> bool {
-        self.shared.notified.store(false, Ordering::SeqCst);
-        let pending = !self.queue().items.is_empty();
-        if pending {
-            self.shared.notified.store(true, Ordering::SeqCst);
-        }
-        pending
+        self.shared
+            .notified
+            .settle(|| !self.queue().items.is_empty())
     }
 
     /// No more sends: the connection is closing.
