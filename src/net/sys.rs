@@ -7,9 +7,10 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
-use polling::{Event, Poller};
+use polling::{Event, PollMode, Poller};
 
-/// A socket registered with a poller in oneshot mode, deleted from it on drop.
+/// A socket registered with a poller (oneshot unless made with [`Registered::edge`]), deleted from
+/// it on drop.
 #[derive(Debug)]
 pub(crate) struct Registered<S: AsFd + AsRawFd> {
     // Field order: `source` must outlive the registration, so it is dropped after `drop` runs.
@@ -23,6 +24,17 @@ impl<S: AsFd + AsRawFd> Registered<S> {
         // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
         // `poller` before the source itself is dropped; if `add` fails nothing was registered.
         unsafe { poller.add(source.as_raw_fd(), interest)? };
+        Ok(Registered { source, poller })
+    }
+
+    /// Registers `source` edge-triggered for `interest`; for pollers that
+    /// [support it](Poller::supports_edge) (epoll, kqueue). It stays armed, so it is never
+    /// re-armed, and its owner must read until the socket is drained before it waits again.
+    pub(crate) fn edge(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
+        // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
+        // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
+        // registered.
+        unsafe { poller.add_with_mode(source.as_raw_fd(), interest, PollMode::Edge)? };
         Ok(Registered { source, poller })
     }
 

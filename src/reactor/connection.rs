@@ -342,6 +342,11 @@ impl Connection {
 
     fn drive_http<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let mut budget = REQUEST_BUDGET;
+        // Set when a read in this step came back shorter than the space offered: the socket's
+        // receive queue is empty, so the next read would only say EAGAIN (tokio's `poll_read`
+        // draws the same conclusion). Waiting instead is safe with oneshot registrations: re-arming
+        // checks readiness, so bytes that arrive in between still wake the connection.
+        let mut drained = false;
         loop {
             if self.switched() {
                 return Next::Again;
@@ -401,8 +406,13 @@ impl Connection {
                 Ok(false) => return self.wait(false, true, cx),
                 Err(()) => return Next::Close,
             }
-            match self.fill(cx) {
-                Fill::Got => {}
+            let filled = if drained {
+                Fill::WouldBlock
+            } else {
+                self.fill(cx)
+            };
+            match filled {
+                Fill::Got { short } => drained = short,
                 Fill::WouldBlock => {
                     self.release_idle(cx.pools);
                     return self.wait(true, false, cx);
@@ -682,11 +692,12 @@ impl Connection {
             return match stream.read(spare) {
                 Ok(0) => Fill::Closed,
                 Ok(n) => {
+                    let short = n < spare.len();
                     buf.filled_by(n);
                     if was_empty && matches!(self.phase, Phase::Head) {
                         self.head_start = cx.now;
                     }
-                    Fill::Got
+                    Fill::Got { short }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -717,7 +728,10 @@ impl Connection {
 }
 
 enum Fill {
-    Got,
+    /// Bytes arrived; `short` when fewer than the space offered (the socket is drained).
+    Got {
+        short: bool,
+    },
     WouldBlock,
     Closed,
 }

@@ -66,6 +66,9 @@ pub(crate) struct EventLoop<H> {
     again: Vec<usize>,
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
+    /// Connections are registered edge-triggered (epoll, kqueue): armed once, never re-armed.
+    /// Otherwise oneshot, re-armed after each wait.
+    edge: bool,
     stopping: bool,
 }
 
@@ -96,6 +99,7 @@ impl<H: Handler> EventLoop<H> {
             accepted: parts.accepted,
             again: Vec::new(),
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
+            edge: parts.poller.supports_edge(),
             stopping: false,
         })
     }
@@ -269,7 +273,10 @@ impl<H: Handler> EventLoop<H> {
                     self.close(key);
                     return;
                 }
-                if (read || write) && conn.socket().rearm(interest(key, read, write)).is_err() {
+                if !self.edge
+                    && (read || write)
+                    && conn.socket().rearm(interest(key, read, write)).is_err()
+                {
                     self.close(key);
                 }
             }
@@ -349,7 +356,15 @@ impl<H: Handler> EventLoop<H> {
     /// Registers a new connection, armed for its first request.
     fn add(&mut self, stream: TcpStream, peer: SocketAddr, open: OpenGuard, now: Instant) {
         let key = self.conns.vacant_key();
-        let Ok(socket) = Registered::new(self.poller.clone(), stream, Event::readable(key)) else {
+        // Edge-triggered, a connection is armed for both directions once; every step reads until
+        // the socket is drained (or stops reading only to be driven again) and so never sleeps
+        // on bytes already there.
+        let socket = if self.edge {
+            Registered::edge(self.poller.clone(), stream, Event::all(key))
+        } else {
+            Registered::new(self.poller.clone(), stream, Event::readable(key))
+        };
+        let Ok(socket) = socket else {
             return;
         };
         self.next_id += 1;
