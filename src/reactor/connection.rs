@@ -344,8 +344,9 @@ impl Connection {
         let mut budget = REQUEST_BUDGET;
         // Set when a read in this step came back shorter than the space offered: the socket's
         // receive queue is empty, so the next read would only say EAGAIN (tokio's `poll_read`
-        // draws the same conclusion). Waiting instead is safe with oneshot registrations: re-arming
-        // checks readiness, so bytes that arrive in between still wake the connection.
+        // draws the same conclusion). Waiting instead is safe in both registration modes: bytes
+        // that arrive after the read raise a new edge, and re-arming a oneshot registration checks
+        // readiness.
         let mut drained = false;
         loop {
             if self.switched() {
