@@ -182,7 +182,9 @@ impl Conn {
         match (bodyless, len, encoder) {
             (true, _, _) => {}
             (false, Some(n), _) => {
-                let _ = write!(out, "Content-Length: {n}\r\n");
+                out.extend_from_slice(b"Content-Length: ");
+                out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+                out.extend_from_slice(b"\r\n");
             }
             (false, None, Encoder::Chunked) => {
                 out.extend_from_slice(b"Transfer-Encoding: chunked\r\n")
@@ -296,8 +298,22 @@ impl Conn {
 /// `100 Continue`, sent when a handler starts reading a body the client is holding back.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
 fn status_line(out: &mut Vec<u8>, status: u16) {
-    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    if status == 200 {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        return;
+    }
+    let digits = [
+        b'0' + (status / 100 % 10) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+        b' ',
+    ];
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(&digits);
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 fn field(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -339,6 +355,10 @@ mod tests {
 
     #[test]
     fn response_framing_table() {
+        let long_404 = format!(
+            "HTTP/1.1 404 Not Found\nContent-Length: 12345\n\n{}",
+            "x".repeat(12345)
+        );
         let cases: Vec<(&[u8], Response, &str, State)> = vec![
             (
                 GET11,
@@ -407,6 +427,24 @@ mod tests {
                     .with_header("X-Bad", "a\r\nInjected: 1")
                     .with_header("X-Ok", "1"),
                 "HTTP/1.1 200 OK\nX-Ok: 1\nContent-Length: 0\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(404).with_body(vec![b'x'; 12345]),
+                &long_404,
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(599),
+                "HTTP/1.1 599 \nContent-Length: 0\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(100),
+                "HTTP/1.1 500 Internal Server Error\nContent-Length: 0\n",
                 State::Head,
             ),
         ];

@@ -44,7 +44,7 @@ pub(crate) fn detach(
         }),
         Upgrade::WebSocket(handler, cfg) => control.spawn_detached("twinhttp-ws", move || {
             let _open = open;
-            if let Err(e) = run_ws(&ctl, stream, leftover, peer, handler, cfg, waiter) {
+            if let Err(e) = run_ws(&ctl, stream, leftover, peer, handler, *cfg, waiter) {
                 log::warn!("websocket closed: {e}");
             }
         }),

@@ -669,7 +669,7 @@ impl Connection {
             After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
             After::Switch(Upgrade::WebSocket(handler, cfg)) => {
                 let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
-                let ws = WsConn::new(handler, cfg, sender, cx.now);
+                let ws = WsConn::new(handler, *cfg, sender, cx.now);
                 self.phase = Phase::Ws(Box::new(ws));
             }
             After::Switch(raw) => self.phase = Phase::Detach(Some(Box::new(raw))),

@@ -422,7 +422,9 @@ impl WsSender {
 
 /// What an accepted upgrade becomes once the 101 is out.
 pub(crate) enum Upgrade {
-    WebSocket(Box<dyn WsHandler>, WsConfig),
+    /// The configuration is boxed so that every `Response` stays small (it is moved by value
+    /// from handler to writer on every request).
+    WebSocket(Box<dyn WsHandler>, Box<WsConfig>),
     Raw(Box<dyn FnOnce(Upgraded) + Send>),
 }
 
@@ -565,7 +567,7 @@ impl WsUpgrade {
     /// Accepts: the response (`101`) that switches the connection to WebSocket with `handler`.
     pub fn accept(self, handler: impl WsHandler) -> Response {
         self.switching(Body {
-            kind: BodyKind::Upgrade(Upgrade::WebSocket(Box::new(handler), self.config)),
+            kind: BodyKind::Upgrade(Upgrade::WebSocket(Box::new(handler), Box::new(self.config))),
         })
     }
 
