@@ -19,11 +19,27 @@ impl Default for ReadBuf {
 
 impl ReadBuf {
     pub(crate) fn new() -> Self {
+        ReadBuf::with_len(INITIAL_READ_BUF)
+    }
+
+    /// An empty buffer of `len` bytes.
+    pub(crate) fn with_len(len: usize) -> Self {
         ReadBuf {
-            buf: vec![0; INITIAL_READ_BUF],
+            buf: vec![0; len],
             start: 0,
             end: 0,
         }
+    }
+
+    /// The buffer's size in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Drops unconsumed bytes, keeping the size.
+    pub(crate) fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
     }
 
     /// The bytes read and not yet consumed.

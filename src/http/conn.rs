@@ -316,9 +316,18 @@ fn status_line(out: &mut Vec<u8>, status: u16) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Writes `name: value` unless the name is not a token-like visible string or the value holds
+/// CR, LF or NUL (a field a handler built from input must not split the head). The checks fold
+/// over every byte without an early exit so that they compile to SIMD: this runs for every field
+/// of every response (it was 3% of the reactor's time on pipelined hello as a short-circuit loop).
 fn field(out: &mut Vec<u8>, name: &str, value: &str) {
-    let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-    let value_ok = !value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
+    let name_bad = name.bytes().fold(false, |bad, b| {
+        bad | !(b'!'..=b'~').contains(&b) | (b == b':')
+    });
+    let value_bad = value
+        .bytes()
+        .fold(false, |bad, b| bad | (b == b'\r') | (b == b'\n') | (b == 0));
+    let (name_ok, value_ok) = (!name.is_empty() && !name_bad, !value_bad);
     if name_ok && value_ok {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -425,8 +434,14 @@ mod tests {
                 Response::new(200)
                     .with_header("content-length", "99")
                     .with_header("X-Bad", "a\r\nInjected: 1")
-                    .with_header("X-Ok", "1"),
-                "HTTP/1.1 200 OK\nX-Ok: 1\nContent-Length: 0\n",
+                    .with_header("X-Nul", "a\0b")
+                    .with_header("X Space", "1")
+                    .with_header("X:Colon", "1")
+                    .with_header("", "1")
+                    .with_header("X-Ünicode", "1")
+                    .with_header("X-Ok", "1")
+                    .with_header("X-Tab", "a\tb ü~"),
+                "HTTP/1.1 200 OK\nX-Ok: 1\nX-Tab: a\tb ü~\nContent-Length: 0\n",
                 State::Head,
             ),
             (

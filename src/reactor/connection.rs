@@ -232,7 +232,7 @@ impl Connection {
         let Phase::Ws(ws) = &mut self.phase else {
             return Next::Close;
         };
-        let buf = self.read.get_or_insert_with(|| cx.pools.read());
+        let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
         let mut io = WsIo {
             sock: self.socket.get(),
             buf,
@@ -291,7 +291,7 @@ impl Connection {
         let Phase::Ws(ws) = &mut self.phase else {
             return Next::Close;
         };
-        let buf = self.read.get_or_insert_with(|| cx.pools.read());
+        let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
         ws.put_back(
             calls,
             &mut WsIo {
@@ -427,7 +427,7 @@ impl Connection {
     /// a partial head gets 408, everything else is just closed (false).
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
         if let Phase::Ws(ws) = &mut self.phase {
-            let buf = self.read.get_or_insert_with(|| pools.read());
+            let buf = self.read.get_or_insert_with(|| pools.ws_read());
             ws.expire(
                 &mut WsIo {
                     sock: self.socket.get(),
