@@ -133,13 +133,13 @@ trait Session {
 
 impl Session for WsConn {
     fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) -> WsNext {
-        WsConn::drive(self, &mut WsIo { sock, buf }, now, true)
+        WsConn::drive(self, &mut WsIo::until_short_read(sock, buf), now, true)
     }
     fn expire(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) {
-        WsConn::expire(self, &mut WsIo { sock, buf }, now)
+        WsConn::expire(self, &mut WsIo::new(sock, buf), now)
     }
     fn shutdown(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) {
-        WsConn::shutdown(self, &mut WsIo { sock, buf }, now)
+        WsConn::shutdown(self, &mut WsIo::new(sock, buf), now)
     }
     fn finish(&mut self) {
         WsConn::finish(self, true);

@@ -233,10 +233,7 @@ impl Connection {
             return Next::Close;
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
-        let mut io = WsIo {
-            sock: self.socket.get(),
-            buf,
-        };
+        let mut io = WsIo::new(self.socket.get(), buf);
         if cx.closing && ws.is_open() {
             ws.shutdown(&mut io, cx.now);
         }
@@ -292,13 +289,7 @@ impl Connection {
             return Next::Close;
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
-        ws.put_back(
-            calls,
-            &mut WsIo {
-                sock: self.socket.get(),
-                buf,
-            },
-        );
+        ws.put_back(calls, &mut WsIo::new(self.socket.get(), buf));
         self.drive(cx)
     }
 
@@ -428,13 +419,7 @@ impl Connection {
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
         if let Phase::Ws(ws) = &mut self.phase {
             let buf = self.read.get_or_insert_with(|| pools.ws_read());
-            ws.expire(
-                &mut WsIo {
-                    sock: self.socket.get(),
-                    buf,
-                },
-                now,
-            );
+            ws.expire(&mut WsIo::new(self.socket.get(), buf), now);
             return true;
         }
         if let Phase::Sse(_) = self.phase {

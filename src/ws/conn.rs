@@ -27,17 +27,49 @@ const WRITE_STALL: Duration = Duration::from_secs(30);
 pub(crate) struct WsIo<'a> {
     pub(crate) sock: &'a TcpStream,
     pub(crate) buf: &'a mut ReadBuf,
+    /// Once a read returned less than the space offered, the socket is drained: later reads
+    /// in this step answer `WouldBlock` without a system call, and the caller's level-triggered
+    /// wait (the thread engine's `ppoll`) reports any byte that arrived since. Off on the
+    /// reactor, where it was measured slower (bench/results/2026-11-22-reactor-edge-short-read.md).
+    pub(crate) short_read_drains: bool,
+    pub(crate) drained: bool,
+}
+
+impl<'a> WsIo<'a> {
+    /// Reads until the socket reports `WouldBlock`.
+    pub(crate) fn new(sock: &'a TcpStream, buf: &'a mut ReadBuf) -> Self {
+        WsIo {
+            sock,
+            buf,
+            short_read_drains: false,
+            drained: false,
+        }
+    }
+
+    /// Stops reading after a short read (for a caller that then waits level-triggered).
+    pub(crate) fn until_short_read(sock: &'a TcpStream, buf: &'a mut ReadBuf) -> Self {
+        WsIo {
+            short_read_drains: true,
+            ..WsIo::new(sock, buf)
+        }
+    }
 }
 
 impl Read for WsIo<'_> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.buf.is_empty() {
+            if self.drained {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            let spare = self.buf.spare(0);
+            let offered = spare.len();
             let n = loop {
-                match (&mut &*self.sock).read(self.buf.spare(0)) {
+                match (&mut &*self.sock).read(&mut *spare) {
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     other => break other?,
                 }
             };
+            self.drained = self.short_read_drains && n > 0 && n < offered;
             self.buf.filled_by(n);
             if n == 0 {
                 return Ok(0);
