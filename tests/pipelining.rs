@@ -2,7 +2,7 @@
 //! bodies.
 #![cfg(feature = "server")]
 mod support;
-use support::{Client, Engine, app, start};
+use support::{Client, Config, Engine, app, start, start_with};
 
 fn pipelined_requests_answered_in_order(engine: Engine) {
     let srv = start(engine, app);
@@ -62,8 +62,86 @@ fn many_pipelined_responses_are_bounded_and_complete(engine: Engine) {
     assert!(writer.join().unwrap_or(false));
 }
 
+fn pipelined_batch_that_fills_the_read_buffer_exactly(engine: Engine) {
+    // 64-byte requests, 384 of them in one write: the first read can fill the 8 KiB buffer to
+    // the byte and end on a request boundary, leaving the rest in the socket. An engine that
+    // went idle on an empty buffer without draining the socket would wait for an event that
+    // never comes (edge-triggered parking).
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.read_timeout(std::time::Duration::from_secs(10));
+    let one = b"GET / HTTP/1.1\r\nHost: t\r\nX-Pad: 0123456789012345678901234567\r\n\r\n";
+    assert_eq!(one.len(), 64);
+    c.send(&one.repeat(384));
+    for i in 0..384 {
+        assert_eq!(c.response().text(), "Hello, World!", "response {i}");
+    }
+    assert_eq!(c.roundtrip(one).status, 200);
+}
+
+fn split_request_then_idle_then_more(engine: Engine) {
+    // The second half of a head arrives while the connection is being served (an event the
+    // parker must not lose or misread); then the connection idles, parks, and is served again.
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.read_timeout(std::time::Duration::from_secs(10));
+    for round in 0..4 {
+        c.send(b"GET /status/2");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        c.send(b"01 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.response().status, 201, "round {round}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+            200,
+            "round {round}"
+        );
+    }
+    c.read_timeout(std::time::Duration::from_millis(200));
+    assert!(!c.is_closed());
+}
+
 engine_tests!(
+    pipelined_batch_that_fills_the_read_buffer_exactly,
+    split_request_then_idle_then_more,
     pipelined_requests_answered_in_order,
     pipelined_requests_split_anywhere,
     many_pipelined_responses_are_bounded_and_complete,
 );
+
+/// On the thread-pool engine with one worker: a connection woken by an event for bytes its
+/// worker had already read (the second half of a split head) must park again when it finds
+/// nothing, not hold the only worker until its head timeout while another client waits.
+#[test]
+fn server_a_spurious_wake_does_not_hold_a_worker() {
+    let srv = start_with(
+        Engine::Server,
+        Config {
+            workers: 1,
+            header_read_timeout: std::time::Duration::from_secs(5),
+            ..Config::default()
+        },
+        app,
+    );
+    let mut a = Client::new(srv.addr);
+    let mut b = Client::new(srv.addr);
+    b.read_timeout(std::time::Duration::from_secs(2));
+    for round in 0..10 {
+        a.send(b"GET / HTTP/1.1\r\nHo");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        a.send(b"st: t\r\n\r\n");
+        assert_eq!(a.response().status, 200, "round {round}");
+        // `a` is now idle; `b` is served at once, by the only worker.
+        let started = std::time::Instant::now();
+        assert_eq!(
+            b.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+            200,
+            "round {round}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "round {round}: {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -12,11 +12,11 @@ use crossbeam_channel::Receiver;
 use polling::{Event, Poller};
 
 use super::Builder;
-use super::park::Parker;
+use super::park::{Parker, Parking, Ticket};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard};
 use crate::handler::{Answer, answer};
-use crate::http::body::{BodyEnd, BodyReader, Source};
+use crate::http::body::{BodyEnd, BodyReader, Decoder, Source};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
@@ -40,39 +40,70 @@ pub(crate) struct Connection {
     socket: Socket,
     peer: Option<SocketAddr>,
     since: Instant,
+    /// Handed over by the parker: readable, or (rarely, with edge-triggered registrations) an
+    /// event for bytes already read; then the first read finds nothing and it parks again.
+    woken: bool,
     _open: OpenGuard,
 }
 
 enum Socket {
     /// Never parked.
     Plain(TcpStream),
-    /// Registered with the parker's poller (kept registered, disarmed, while being served).
-    Parkable(Registered<TcpStream>),
+    /// Registered with the parker's poller under the ticket's key, for the connection's life.
+    Parkable(Registered<TcpStream>, Ticket),
 }
 
 impl Connection {
     fn stream(&self) -> &TcpStream {
         match &self.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r) => r.get(),
+            Socket::Parkable(r, _) => r.get(),
         }
     }
 
-    /// Arms the socket in `poller` for `interest`, registering it on its first park. On error
-    /// the connection is dropped, which closes it.
-    pub(crate) fn into_armed(
+    /// The parker key of a connection parked before.
+    pub(crate) fn ticket_key(&self) -> Option<usize> {
+        match &self.socket {
+            Socket::Plain(_) => None,
+            Socket::Parkable(_, t) => Some(t.key()),
+        }
+    }
+
+    /// Re-arms a oneshot registration.
+    pub(crate) fn rearm(&self, interest: Event) -> std::io::Result<()> {
+        match &self.socket {
+            Socket::Plain(_) => Ok(()),
+            Socket::Parkable(r, _) => r.rearm(interest),
+        }
+    }
+
+    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered
+    /// or oneshot. On failure the ticket comes back with the connection, unless registering
+    /// consumed (closed) its socket.
+    pub(crate) fn into_registered(
         self,
         poller: &Arc<Poller>,
-        interest: Event,
-    ) -> std::io::Result<Connection> {
-        let socket = match self.socket {
-            Socket::Parkable(r) => {
-                r.rearm(interest)?;
-                Socket::Parkable(r)
+        edge: bool,
+        ticket: Ticket,
+    ) -> Result<Connection, (Option<Connection>, Ticket)> {
+        match self.socket {
+            Socket::Plain(s) => {
+                let interest = Event::readable(ticket.key());
+                let registered = if edge {
+                    Registered::edge(poller.clone(), s, interest)
+                } else {
+                    Registered::new(poller.clone(), s, interest)
+                };
+                match registered {
+                    Ok(r) => Ok(Connection {
+                        socket: Socket::Parkable(r, ticket),
+                        ..self
+                    }),
+                    Err(_) => Err((None, ticket)),
+                }
             }
-            Socket::Plain(s) => Socket::Parkable(Registered::new(poller.clone(), s, interest)?),
-        };
-        Ok(Connection { socket, ..self })
+            socket @ Socket::Parkable(..) => Err((Some(Connection { socket, ..self }), ticket)),
+        }
     }
 
     /// The socket and the connection count, leaving the parker's poller.
@@ -80,7 +111,7 @@ impl Connection {
         let stream = match self.socket {
             Socket::Plain(s) => s,
             // The registration goes with `r`; the clone is the same socket.
-            Socket::Parkable(r) => r.get().try_clone()?,
+            Socket::Parkable(r, _) => r.get().try_clone()?,
         };
         Ok((stream, self._open))
     }
@@ -88,6 +119,7 @@ impl Connection {
     /// Called by the parker when the connection became readable.
     pub(crate) fn woken(&mut self, now: Instant) {
         self.since = now;
+        self.woken = true;
     }
 }
 
@@ -100,6 +132,7 @@ impl Job {
             peer: Some(peer),
             socket: Socket::Plain(stream),
             since,
+            woken: false,
             _open: open,
         })
     }
@@ -128,18 +161,20 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         head: RequestHead::default(),
     };
     while let Ok(Job(conn)) = queue.recv() {
-        if let Some(idle) = serve(shared, conn, &mut scratch) {
-            park_or_close(shared, idle);
+        let mut next = Some(conn);
+        while let Some(conn) = next.take() {
+            if let (Some(idle), Some(parker)) = (serve(shared, conn, &mut scratch), &shared.parker)
+            {
+                match parker.park(idle) {
+                    Parking::Parked => {}
+                    Parking::Ready(conn) => next = Some(conn),
+                    // Parking has ended for shutdown: dropping closes the connection.
+                    Parking::Refused(conn) => drop(conn),
+                }
+            }
+            scratch.read.reset();
+            scratch.write.clear();
         }
-        scratch.read.reset();
-        scratch.write.clear();
-    }
-}
-
-fn park_or_close<H>(shared: &Shared<H>, conn: Connection) {
-    if let Some(parker) = &shared.parker {
-        // Err: parking is closed for shutdown; dropping closes the connection.
-        drop(parker.park(conn));
     }
 }
 
@@ -150,6 +185,12 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
     let shutting_down = &shared.control.shutting_down;
     let mut http = Conn::default();
     let mut head_deadline = conn.since + cfg.header_read_timeout;
+    // The parker's hand-over may be an event for bytes already read: the first read then finds
+    // nothing, and the connection parks again rather than holding this worker.
+    let mut woken = conn.woken;
+    // The last read returned less than it was offered, i.e. the socket was drained then; an
+    // edge-triggered parker may only take a drained connection.
+    let mut drained = false;
     loop {
         let stream = conn.stream();
         // 1. The request head.
@@ -167,9 +208,22 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             // Shutdown interrupts a wait for a new request, never a request under way.
             let cancel = (!started).then_some(shutting_down);
             let spare = s.read.spare(cfg.limits.max_head_bytes);
-            match io::read(stream, spare, head_deadline, cancel) {
+            let offered = spare.len();
+            let got = if std::mem::take(&mut woken) && !started {
+                match io::read_now(stream, spare) {
+                    Ok(Some(n)) => Ok(n),
+                    Ok(None) => return Some(conn),
+                    Err(e) => Err(e),
+                }
+            } else {
+                io::read(stream, spare, head_deadline, cancel)
+            };
+            match got {
                 Ok(0) => return None,
-                Ok(n) => s.read.filled_by(n),
+                Ok(n) => {
+                    drained = n < offered;
+                    s.read.filled_by(n);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut && started => {
                     fail(stream, &mut http, &mut s.write, 408, cfg);
                     return None;
@@ -179,6 +233,10 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         };
 
         // 2. The handler, with the body streamed from the socket.
+        if !matches!(decoder, Decoder::Done) {
+            // Body reads may leave bytes in the socket.
+            drained = false;
+        }
         let source = SocketSource {
             stream,
             out: &mut s.write,
@@ -284,7 +342,22 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 (Some(_), linger) if linger > Duration::ZERO => {
                     io::wait(stream, false, now + linger, Some(shutting_down))
                 }
-                (Some(_), _) => return Some(conn),
+                (Some(parker), _) if drained || !parker.edge() => return Some(conn),
+                (Some(_), _) => {
+                    // Edge-triggered parking needs a drained socket: bytes that arrived before
+                    // the last event was taken would raise no new one.
+                    let spare = s.read.spare(cfg.limits.max_head_bytes);
+                    let offered = spare.len();
+                    match io::read_now(stream, spare) {
+                        Ok(None) => return Some(conn),
+                        Ok(Some(0)) | Err(_) => return None,
+                        Ok(Some(n)) => {
+                            drained = n < offered;
+                            s.read.filled_by(n);
+                            Ok(())
+                        }
+                    }
+                }
             };
             match waited {
                 Ok(()) => {}
