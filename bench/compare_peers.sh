@@ -15,7 +15,8 @@ command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk;
 # The shared folder is read-only: build and run the peers from a private copy.
 work=${PEERS_WORK:-/tmp/twinhttp-peers}
 if [ ! -x "$work/rs/target/release/hyper_hello" ]; then
-  rm -rf "$work" && cp -r "$peers_src" "$work" && chmod -R u+w "$work"
+  # Copy over (not delete) a previous copy: its built WebSocket peers (bench/compare_ws.sh) stay.
+  mkdir -p "$work" && cp -rT "$peers_src" "$work" && chmod -R u+w "$work"
   "$work/build.sh"
 fi
 (cd "$here" && cargo build --release --features server --example hello)

@@ -14,7 +14,8 @@ peers_src=${PEERS:-$here/../shared/peers}/ws
 [ -d "$peers_src" ] || { echo "no peers folder at $peers_src (set PEERS=...)"; exit 2; }
 work=${PEERS_WORK:-/tmp/twinhttp-peers}/ws
 if [ ! -x "$work/rs/target/release/wsload" ] || [ ! -x "$work/go/bin/ws_gobwas" ]; then
-  rm -rf "$work" && mkdir -p "$(dirname "$work")" && cp -r "$peers_src" "$work" && chmod -R u+w "$work"
+  # Copy over (not delete) a previous copy, keeping what was already built there.
+  mkdir -p "$work" && cp -rT "$peers_src" "$work" && chmod -R u+w "$work"
   "$work/build.sh"
 fi
 (cd "$here" && cargo build --release --features server --example ws_echo)
