@@ -36,6 +36,13 @@ impl ReadBuf {
         self.buf.len()
     }
 
+    /// Grows the buffer to `len` bytes, keeping what it holds.
+    pub(crate) fn grow(&mut self, len: usize) {
+        if len > self.buf.len() {
+            self.buf.resize(len, 0);
+        }
+    }
+
     /// Drops unconsumed bytes, keeping the size.
     pub(crate) fn clear(&mut self) {
         self.start = 0;
@@ -100,5 +107,29 @@ impl ReadBuf {
             self.filled_by(n);
             rest = &rest[n..];
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadBuf;
+
+    #[test]
+    fn grow_keeps_unconsumed_bytes_and_clear_keeps_the_size() {
+        let mut b = ReadBuf::with_len(4);
+        b.push(b"abcd");
+        b.consume(1);
+        b.grow(16);
+        assert_eq!((b.len(), b.filled()), (16, &b"bcd"[..]));
+        b.grow(8); // never shrinks
+        assert_eq!(b.len(), 16);
+        assert_eq!(b.spare(0).len(), 16 - 4);
+        b.clear();
+        assert!(b.is_empty());
+        assert_eq!(b.len(), 16);
+        let mut big = ReadBuf::new();
+        big.grow(4 * super::INITIAL_READ_BUF);
+        big.reset(); // a grown buffer goes back to the initial size
+        assert_eq!(big.len(), super::INITIAL_READ_BUF);
     }
 }

@@ -33,6 +33,8 @@ pub(crate) struct WsIo<'a> {
     /// reactor, where it was measured slower (bench/results/2026-11-22-reactor-edge-short-read.md).
     pub(crate) short_read_drains: bool,
     pub(crate) drained: bool,
+    /// A read that fills the buffer doubles it, up to this many bytes (0: never grows).
+    pub(crate) grow_to: usize,
 }
 
 impl<'a> WsIo<'a> {
@@ -43,13 +45,18 @@ impl<'a> WsIo<'a> {
             buf,
             short_read_drains: false,
             drained: false,
+            grow_to: 0,
         }
     }
 
-    /// Stops reading after a short read (for a caller that then waits level-triggered).
+    /// For a connection's own buffer on the thread engine: stops reading after a short read
+    /// (the caller then waits level-triggered), and grows the buffer up to 64 KiB when reads
+    /// fill it, so large messages take one read each. The buffer stays 8 KiB for a connection
+    /// that never receives more at once.
     pub(crate) fn until_short_read(sock: &'a TcpStream, buf: &'a mut ReadBuf) -> Self {
         WsIo {
             short_read_drains: true,
+            grow_to: 64 * 1024,
             ..WsIo::new(sock, buf)
         }
     }
@@ -71,6 +78,9 @@ impl Read for WsIo<'_> {
             };
             self.drained = self.short_read_drains && n > 0 && n < offered;
             self.buf.filled_by(n);
+            if n == offered && self.buf.len() < self.grow_to {
+                self.buf.grow((self.buf.len() * 2).min(self.grow_to));
+            }
             if n == 0 {
                 return Ok(0);
             }
