@@ -25,16 +25,16 @@ const WRITE_STALL: Duration = Duration::from_secs(30);
 /// The socket as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
 /// up to its size, however little tungstenite asks for per call), writes go straight out.
 pub(crate) struct WsIo<'a> {
-    pub(crate) sock: &'a TcpStream,
-    pub(crate) buf: &'a mut ReadBuf,
+    sock: &'a TcpStream,
+    buf: &'a mut ReadBuf,
     /// Once a read returned less than the space offered, the socket is drained: later reads
     /// in this step answer `WouldBlock` without a system call, and the caller's level-triggered
     /// wait (the thread engine's `ppoll`) reports any byte that arrived since. Off on the
     /// reactor, where it was measured slower (bench/results/2026-11-22-reactor-edge-short-read.md).
-    pub(crate) short_read_drains: bool,
-    pub(crate) drained: bool,
+    short_read_drains: bool,
+    drained: bool,
     /// A read that fills the buffer doubles it, up to this many bytes (0: never grows).
-    pub(crate) grow_to: usize,
+    grow_to: usize,
 }
 
 impl<'a> WsIo<'a> {
