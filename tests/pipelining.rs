@@ -2,7 +2,7 @@
 //! bodies.
 #![cfg(feature = "server")]
 mod support;
-use support::{Client, Config, Engine, app, start, start_with};
+use support::{Client, Config, Engine, Raw, app, start, start_with};
 
 fn pipelined_requests_answered_in_order(engine: Engine) {
     let srv = start(engine, app);
@@ -79,6 +79,15 @@ fn pipelined_batch_that_fills_the_read_buffer_exactly(engine: Engine) {
     assert_eq!(c.roundtrip(one).status, 200);
 }
 
+/// Sends a request in two writes 20 ms apart (the server sees the second half arrive while it
+/// holds the first) and reads the response.
+fn split_roundtrip(c: &mut Client, first: &[u8], rest: &[u8]) -> Raw {
+    c.send(first);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    c.send(rest);
+    c.response()
+}
+
 fn split_request_then_idle_then_more(engine: Engine) {
     // The second half of a head arrives while the connection is being served (an event the
     // parker must not lose or misread); then the connection idles, parks, and is served again.
@@ -86,10 +95,8 @@ fn split_request_then_idle_then_more(engine: Engine) {
     let mut c = Client::new(srv.addr);
     c.read_timeout(std::time::Duration::from_secs(10));
     for round in 0..4 {
-        c.send(b"GET /status/2");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        c.send(b"01 HTTP/1.1\r\nHost: t\r\n\r\n");
-        assert_eq!(c.response().status, 201, "round {round}");
+        let r = split_roundtrip(&mut c, b"GET /status/2", b"01 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 201, "round {round}");
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert_eq!(
             c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
@@ -127,10 +134,8 @@ fn server_a_spurious_wake_does_not_hold_a_worker() {
     let mut b = Client::new(srv.addr);
     b.read_timeout(std::time::Duration::from_secs(2));
     for round in 0..10 {
-        a.send(b"GET / HTTP/1.1\r\nHo");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        a.send(b"st: t\r\n\r\n");
-        assert_eq!(a.response().status, 200, "round {round}");
+        let r = split_roundtrip(&mut a, b"GET / HTTP/1.1\r\nHo", b"st: t\r\n\r\n");
+        assert_eq!(r.status, 200, "round {round}");
         // `a` is now idle; `b` is served at once, by the only worker.
         let started = std::time::Instant::now();
         assert_eq!(
