@@ -10,7 +10,8 @@
 //!   drive it, so framing, limits and error statuses are the same on both by construction.
 //! - **[`server`]** (feature `server`): an OS-thread-pool engine. Handlers are plain blocking
 //!   code on worker threads. An idle keep-alive connection does not hold a worker: it is parked in
-//!   an epoll/kqueue poller and handed back to the pool when its next request arrives.
+//!   an epoll/kqueue poller and handed back to the pool when its next request arrives; a
+//!   WebSocket is parked the same way between messages.
 //! - **[`reactor`]**: event loops on the `polling` crate, non-blocking sockets, handlers run on the
 //!   loop ([`reactor::Dispatch::Inline`]) or on a worker pool ([`reactor::Dispatch::Pool`]).
 //! - **[`ws`]**: WebSocket (RFC 6455) on both engines: the core checks the upgrade, tungstenite

@@ -212,6 +212,49 @@ fn frames_sent_with_the_upgrade_request_are_not_lost(engine: Engine) {
     assert_eq!(&frame, b"\x81\x05hello");
 }
 
+/// A client that writes a lot and reads nothing for a while: the server's output blocks, it
+/// stops reading, the client's writes block too; once the client reads, everything flows again
+/// (on the thread-pool engine the parked WebSocket is woken by its socket becoming writable).
+fn a_client_that_reads_late_gets_every_echo(engine: Engine) {
+    const N: usize = 200;
+    const LEN: usize = 60_000;
+    let srv = start(engine, ws_app);
+    let mut s = connect(srv.addr);
+    s.write_all(upgrade_request("").as_bytes())
+        .expect("upgrade");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    let mut w = s.try_clone().expect("clone");
+    // 12 MB of masked binary frames (zero mask key), more than loopback socket buffers hold.
+    let writer = std::thread::spawn(move || {
+        for i in 0..N {
+            let mut frame = vec![0x82, 0xFE];
+            frame.extend_from_slice(&(LEN as u16).to_be_bytes());
+            frame.extend_from_slice(&[0, 0, 0, 0]);
+            frame.extend((0..LEN).map(|j| (i + j % 251) as u8));
+            w.write_all(&frame).expect("write");
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut head = [0u8; 4];
+    let mut payload = vec![0u8; LEN];
+    for i in 0..N {
+        s.read_exact(&mut head).expect("echo head");
+        assert_eq!(head[..2], [0x82, 126], "message {i}");
+        assert_eq!(usize::from(u16::from_be_bytes([head[2], head[3]])), LEN);
+        s.read_exact(&mut payload).expect("echo payload");
+        assert!(
+            payload
+                .iter()
+                .enumerate()
+                .all(|(j, &b)| b == (i + j % 251) as u8),
+            "message {i} corrupted"
+        );
+    }
+    writer.join().expect("writer");
+}
+
 fn close_handshake_is_echoed(engine: Engine) {
     let srv = start(engine, ws_app);
     let mut ws = client(srv.addr, "/ws");
@@ -450,6 +493,7 @@ engine_tests!(
     upgrade_edge_cases,
     echo_text_and_binary,
     frames_sent_with_the_upgrade_request_are_not_lost,
+    a_client_that_reads_late_gets_every_echo,
     close_handshake_is_echoed,
     limits_and_protocol_errors_close_with_their_codes,
     push_from_another_thread,

@@ -1,5 +1,5 @@
-//! 1,000 idle WebSockets on the reactor cost no threads, in both dispatch modes, and each is
-//! still served afterwards. The only test in this binary, so the process thread count is its own.
+//! 1,000 idle WebSockets cost no threads, on the reactor in both dispatch modes and on the
+//! thread-pool server with parking on, and each is still served afterwards. The only test in this binary, so the process thread count is its own.
 #![cfg(feature = "server")]
 mod support;
 
@@ -67,7 +67,8 @@ fn idle_websockets(engine: Engine) {
 }
 
 #[test]
-fn idle_websockets_cost_no_threads_on_the_reactor() {
+fn idle_websockets_cost_no_threads() {
     idle_websockets(Engine::ReactorInline);
     idle_websockets(Engine::ReactorPool);
+    idle_websockets(Engine::Server);
 }

@@ -43,6 +43,12 @@ impl<S: AsFd + AsRawFd> Registered<S> {
         self.poller.modify(self.source.as_fd(), interest)
     }
 
+    /// Changes an edge-triggered registration's interest (it stays edge-triggered).
+    pub(crate) fn set_edge(&self, interest: Event) -> io::Result<()> {
+        self.poller
+            .modify_with_mode(self.source.as_fd(), interest, PollMode::Edge)
+    }
+
     pub(crate) fn get(&self) -> &S {
         &self.source
     }

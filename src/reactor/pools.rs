@@ -3,12 +3,14 @@
 
 use crate::http::buf::ReadBuf;
 use crate::http::request::RequestHead;
+use crate::ws::WS_READ_BUF;
 
 /// Buffers and heads lent to connections while bytes flow, taken back when they go idle.
 #[derive(Default)]
 pub(crate) struct Pools {
     reads: Vec<ReadBuf>,
-    /// Larger read buffers for WebSocket connections (see [`WS_READ_BUF`]).
+    /// Larger read buffers for WebSocket connections (`WS_READ_BUF` each). Like every pooled
+    /// buffer one is held only while unread bytes are pending.
     ws_reads: Vec<ReadBuf>,
     writes: Vec<Vec<u8>>,
     // Boxed: a head moves between a connection, the pool and pool jobs as one pointer, and an
@@ -19,12 +21,6 @@ pub(crate) struct Pools {
 
 /// Pooled items kept at most; more are freed.
 const POOL_KEEP: usize = 256;
-
-/// Size of a WebSocket connection's read buffer: a 16 KiB message arrives in one read instead of
-/// three through the 8 KiB HTTP buffer (`bench/syscalls.sh ws`: 3.15 reads per 16 KiB message).
-/// Like every pooled buffer it is held only while unread bytes are pending, and only the pages a
-/// read writes become resident.
-pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 
 /// WebSocket read buffers kept at most per loop (`WS_READ_BUF` each).
 const WS_POOL_KEEP: usize = 32;

@@ -4,7 +4,8 @@
 //! pool of worker threads, which run the [`Handler`] as ordinary blocking code. Between requests
 //! an idle keep-alive connection does not hold its worker: it is **parked** in a
 //! `polling::Poller` watched by one parker thread and re-queued when its next request arrives,
-//! so thousands of idle connections cost no threads. Turn parking off with
+//! so thousands of idle connections cost no threads. A WebSocket is parked the same way between
+//! messages, its callbacks run on whichever worker takes it. Turn parking off with
 //! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison.
 //!
 //! ```no_run
@@ -21,6 +22,7 @@
 //! ```
 
 mod park;
+mod websocket;
 mod worker;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -113,8 +115,9 @@ impl Builder {
         self
     }
 
-    /// Park idle keep-alive connections in a poller instead of holding a worker on each.
-    /// Default: on. Off gives one worker per open connection (thread-per-connection).
+    /// Park idle keep-alive connections, and WebSockets between messages, in a poller instead of
+    /// holding a worker (or a thread) on each. Default: on. Off gives one worker per open
+    /// connection and a thread per WebSocket (thread-per-connection).
     pub fn park_idle(mut self, on: bool) -> Self {
         self.park_idle = on;
         self
@@ -162,6 +165,7 @@ impl Builder {
             Some(Arc::new(park::Parker::new(
                 self.idle_timeout,
                 control.clone(),
+                tx.clone(),
             )?))
         } else {
             None
@@ -183,8 +187,7 @@ impl Builder {
             })
         })?);
         if let Some(p) = parker.clone() {
-            let tx = tx.clone();
-            threads.push(spawn("twinhttp-park", move || p.run(&tx))?);
+            threads.push(spawn("twinhttp-park", move || p.run())?);
         }
         drop(tx);
         for i in 0..self.workers {

@@ -1,6 +1,8 @@
-//! Idle parking: keep-alive connections waiting for their next request sit in one poller,
-//! watched by one thread, instead of each holding a worker. A readable connection goes back on
-//! the worker queue; one idle past the timeout is closed.
+//! Idle parking: keep-alive connections waiting for their next request, and WebSockets waiting
+//! for their next message, sit in one poller, watched by one thread, instead of each holding a
+//! worker. A readable connection goes back on the worker queue; an HTTP connection idle past the
+//! timeout is closed, a WebSocket whose timer is due goes to a worker to act on it. A push from a
+//! WebSocket's sender queues its parked connection at once.
 //!
 //! A connection is registered once, on its first park, under a key it keeps for life. Where the
 //! poller supports it the registration is edge-triggered and never re-armed: parking costs no
@@ -13,24 +15,34 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Sender, TrySendError};
 use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::worker::{Connection, Job};
-use crate::engine::{Control, wait_events};
+use crate::engine::{Control, Wake, wait_events};
 
-/// Registered connections, parked or not, and the idle deadlines of the parked ones, always
-/// changed together under one lock.
-#[derive(Default)]
+/// Registered connections, parked or not, and the deadlines of the parked ones, always changed
+/// together under one lock.
 struct Parked {
     entries: Slab<Entry>,
     /// `(deadline, generation, key)`, ordered by deadline: expiry pops from the front and a
     /// woken connection removes its own entry, so the set holds exactly the parked connections
-    /// and a wake-up costs O(log n) whatever their number.
+    /// that have a deadline, and a wake-up costs O(log n) whatever their number.
     deadlines: BTreeSet<(Instant, u64, usize)>,
     generation: u64,
+    /// Registered WebSockets (parked or not): shutdown waits for their closing handshakes.
+    websockets: usize,
+    /// Shutdown began: HTTP connections are closed instead of parked; WebSockets still park
+    /// while they close.
+    stopping: bool,
+    /// The parker thread has ended: nothing parks any more.
     closed: bool,
+    /// The workers' queue, for connections woken by a sender; `None` once closed, so the
+    /// workers see the queue end.
+    queue: Option<Sender<Job>>,
+    /// Connections woken by a sender while the queue was full: the parker thread sends them.
+    pending: Vec<Job>,
 }
 
 /// One registered connection: parked (`slot`) or being served by a worker.
@@ -39,12 +51,25 @@ struct Entry {
     slot: Option<Slot>,
     /// An event came while a worker had the connection: its next park requeues it at once.
     ready: bool,
+    /// A WebSocket (counted in `Parked::websockets`).
+    websocket: bool,
 }
 
 struct Slot {
     conn: Connection,
-    deadline: Instant,
+    deadline: Option<Instant>,
     generation: u64,
+}
+
+impl Parked {
+    /// Takes a parked connection out of its slot (and its deadline out of the set).
+    fn take(&mut self, key: usize) -> Option<Connection> {
+        let slot = self.entries.get_mut(key)?.slot.take()?;
+        if let Some(d) = slot.deadline {
+            self.deadlines.remove(&(d, slot.generation, key));
+        }
+        Some(slot.conn)
+    }
 }
 
 /// A connection's place in the parker: its registration key, given back when the connection
@@ -71,8 +96,31 @@ impl Drop for Ticket {
                 .get(self.key)
                 .is_some_and(|e| e.slot.is_none())
             {
-                parked.entries.remove(self.key);
+                let entry = parked.entries.remove(self.key);
+                if entry.websocket {
+                    parked.websockets -= 1;
+                    if parked.stopping && parked.websockets == 0 {
+                        // The parker thread waits for the last one to end.
+                        drop(parked);
+                        let _ = parker.poller.notify();
+                    }
+                }
             }
+        }
+    }
+}
+
+/// A WebSocket sender's wake-up: queues the parked connection at once, or has it served again
+/// at its next park when a worker has it.
+pub(crate) struct WakeParked {
+    parker: Weak<Parker>,
+    key: usize,
+}
+
+impl Wake for WakeParked {
+    fn wake(&self) {
+        if let Some(parker) = self.parker.upgrade() {
+            parker.wake(self.key);
         }
     }
 }
@@ -106,13 +154,27 @@ impl std::fmt::Debug for Parker {
 }
 
 impl Parker {
-    pub(crate) fn new(idle_timeout: Duration, control: Arc<Control>) -> std::io::Result<Self> {
+    /// A parker that hands ready connections to the workers through `queue`.
+    pub(crate) fn new(
+        idle_timeout: Duration,
+        control: Arc<Control>,
+        queue: Sender<Job>,
+    ) -> std::io::Result<Self> {
         let poller = Poller::new()?;
         Ok(Parker {
             edge: poller.supports_edge(),
             poller: Arc::new(poller),
             idle_timeout,
-            parked: Mutex::new(Parked::default()),
+            parked: Mutex::new(Parked {
+                entries: Slab::new(),
+                deadlines: BTreeSet::new(),
+                generation: 0,
+                websockets: 0,
+                stopping: false,
+                closed: false,
+                queue: Some(queue),
+                pending: Vec::new(),
+            }),
             control,
         })
     }
@@ -134,13 +196,14 @@ impl Parker {
         self.edge
     }
 
-    /// Parks `conn` until it is readable or idle too long. The socket is registered on its
-    /// first park; later parks cost no system call (edge-triggered) or one re-arm (oneshot).
-    /// A connection that had an event while it was being served comes back as [`Parking::Ready`].
-    /// Returns the connection when parking has ended (shutdown); the caller closes it.
+    /// Parks `conn` until it is readable (a WebSocket: readable, writable or woken by its
+    /// sender), its deadline passes, or shutdown. The socket is registered on its first park;
+    /// later parks cost no system call (edge-triggered) or one re-arm (oneshot). A connection
+    /// that had an event while it was being served comes back as [`Parking::Ready`]. Returns the
+    /// connection when parking has ended (shutdown); the caller closes it.
     pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
         let mut parked = self.lock();
-        if parked.closed {
+        if parked.closed || (parked.stopping && !conn.is_websocket()) {
             drop(parked);
             return Parking::Refused(conn);
         }
@@ -156,38 +219,37 @@ impl Parker {
                     conn.woken(Instant::now());
                     return Parking::Ready(conn);
                 }
-                if !self.edge && conn.rearm(Event::readable(key)).is_err() {
+                if !self.edge && conn.rearm(conn.interest(key, false)).is_err() {
                     drop(parked);
                     return Parking::Refused(conn);
                 }
                 (conn, key)
             }
-            None => {
-                let key = parked.entries.insert(Entry::default());
-                let ticket = Ticket {
-                    parker: Arc::downgrade(self),
-                    key,
-                };
-                match conn.into_registered(&self.poller, self.edge, ticket) {
-                    Ok(conn) => (conn, key),
-                    Err((conn, ticket)) => {
-                        // Not registered (out of memory): closed, and the entry freed by the
-                        // ticket, once unlocked.
-                        drop(parked);
-                        drop(conn);
-                        drop(ticket);
-                        return Parking::Parked;
-                    }
+            None => match self.register(&mut parked, conn) {
+                Ok(registered) => registered,
+                Err(unregistered) => {
+                    // Not registered (out of memory): closed, and the entry freed by the
+                    // ticket, once unlocked.
+                    drop(parked);
+                    drop(unregistered);
+                    return Parking::Parked;
                 }
-            }
+            },
         };
+        let deadline = conn.park_deadline(Instant::now(), self.idle_timeout);
         parked.generation += 1;
         let generation = parked.generation;
-        let deadline = Instant::now() + self.idle_timeout;
-        // Deadlines only grow (one idle timeout for all), so a new one is the earliest only when
-        // none is pending; then the parker may be asleep without a timeout and must be woken.
-        let wake = parked.deadlines.is_empty();
-        parked.deadlines.insert((deadline, generation, key));
+        // The parker thread sleeps until the earliest deadline: wake it for an earlier one. With
+        // one idle timeout for all HTTP connections that is only when none is pending.
+        let wake = deadline.is_some_and(|d| {
+            parked
+                .deadlines
+                .first()
+                .is_none_or(|&(first, _, _)| d < first)
+        });
+        if let Some(d) = deadline {
+            parked.deadlines.insert((d, generation, key));
+        }
         if let Some(entry) = parked.entries.get_mut(key) {
             entry.slot = Some(Slot {
                 conn,
@@ -202,11 +264,110 @@ impl Parker {
         Parking::Parked
     }
 
-    /// The parker thread: hands readable connections to the workers, closes expired ones.
-    pub(crate) fn run(&self, queue: &Sender<Job>) {
+    /// Registers a connection that has no key yet (under the lock). On failure the ticket
+    /// (and the connection, unless registering closed it) come back to be dropped unlocked.
+    #[allow(clippy::type_complexity)]
+    fn register(
+        self: &Arc<Self>,
+        parked: &mut Parked,
+        conn: Connection,
+    ) -> Result<(Connection, usize), (Option<Connection>, Ticket)> {
+        let key = parked.entries.insert(Entry::default());
+        let ticket = Ticket {
+            parker: Arc::downgrade(self),
+            key,
+        };
+        let conn = conn.into_registered(&self.poller, self.edge, ticket)?;
+        Ok((conn, key))
+    }
+
+    /// Enrolls a connection about to become a WebSocket, before its 101 goes out: registered
+    /// for reads and writes, counted so that shutdown waits for its closing handshake. Returns
+    /// the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown, or the poller
+    /// failed), answer 503; `Err(None)`: the connection is gone.
+    pub(crate) fn enroll_websocket(
+        self: &Arc<Self>,
+        conn: Connection,
+    ) -> Result<(Connection, WakeParked), Option<Connection>> {
+        let mut parked = self.lock();
+        if parked.stopping || parked.closed {
+            drop(parked);
+            return Err(Some(conn));
+        }
+        let (conn, key) = match conn.ticket_key() {
+            Some(key) => {
+                if self.edge && conn.set_edge(Event::all(key)).is_err() {
+                    drop(parked);
+                    return Err(Some(conn));
+                }
+                (conn.into_websocket(), key)
+            }
+            None => match self.register(&mut parked, conn.into_websocket()) {
+                Ok(registered) => registered,
+                Err((conn, ticket)) => {
+                    drop(parked);
+                    drop(ticket);
+                    return Err(conn);
+                }
+            },
+        };
+        if let Some(entry) = parked.entries.get_mut(key) {
+            if !entry.websocket {
+                entry.websocket = true;
+                parked.websockets += 1;
+            }
+        }
+        drop(parked);
+        let wake = WakeParked {
+            parker: Arc::downgrade(self),
+            key,
+        };
+        Ok((conn, wake))
+    }
+
+    /// A sender pushed to the connection under `key`: queue it if it is parked, else have its
+    /// next park hand it back.
+    fn wake(&self, key: usize) {
+        let mut parked = self.lock();
+        let Some(entry) = parked.entries.get_mut(key) else {
+            return;
+        };
+        if entry.slot.is_none() {
+            entry.ready = true;
+            return;
+        }
+        let Some(queue) = parked.queue.clone() else {
+            return;
+        };
+        let Some(mut conn) = parked.take(key) else {
+            return;
+        };
+        drop(parked);
+        conn.woken(Instant::now());
+        // Never block here: the pusher may be a worker, and the workers drain the queue.
+        match queue.try_send(Job::from(conn)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(job)) => {
+                self.lock().pending.push(job);
+                let _ = self.poller.notify();
+            }
+            // The workers are gone: dropping closes it.
+            Err(TrySendError::Disconnected(job)) => drop(job),
+        }
+    }
+
+    /// The parker thread: hands ready connections to the workers, closes idle HTTP connections
+    /// whose time is up and hands WebSockets whose timer is due to a worker. At shutdown idle
+    /// HTTP connections close and WebSockets go to the workers to close with 1001; the thread
+    /// ends when the last WebSocket has.
+    pub(crate) fn run(&self) {
+        let Some(queue) = self.lock().queue.clone() else {
+            return;
+        };
         let mut events = Events::new();
         let mut ready = Vec::new();
         let mut expired = Vec::new();
+        let mut jobs = Vec::new();
         loop {
             let timeout = self
                 .lock()
@@ -217,14 +378,31 @@ impl Parker {
             let now = Instant::now();
             {
                 let mut parked = self.lock();
-                if self.control.is_shutting_down() {
-                    // Shutdown: parked connections are idle, so they close; later parks are
-                    // refused and their connections closed by the worker.
+                if !parked.stopping && self.control.is_shutting_down() {
+                    parked.stopping = true;
+                    let keys: Vec<usize> = parked
+                        .entries
+                        .iter()
+                        .filter(|(_, e)| e.slot.is_some())
+                        .map(|(key, _)| key)
+                        .collect();
+                    for key in keys {
+                        if let Some(conn) = parked.take(key) {
+                            if conn.is_websocket() {
+                                ready.push(conn);
+                            } else {
+                                expired.push(conn);
+                            }
+                        }
+                    }
+                }
+                if parked.stopping && parked.websockets == 0 && ready.is_empty() {
+                    // Later parks are refused and their connections closed by the worker.
                     parked.closed = true;
-                    parked.deadlines.clear();
-                    expired.extend(parked.entries.iter_mut().filter_map(|(_, e)| e.slot.take()));
+                    let last = (parked.queue.take(), std::mem::take(&mut parked.pending));
                     drop(parked);
                     // Dropped unlocked: each connection's ticket takes the lock to leave.
+                    drop(last);
                     drop(expired);
                     return;
                 }
@@ -232,31 +410,34 @@ impl Parker {
                     let Some(entry) = parked.entries.get_mut(ev.key) else {
                         continue;
                     };
-                    match entry.slot.take() {
-                        Some(slot) => {
-                            parked
-                                .deadlines
-                                .remove(&(slot.deadline, slot.generation, ev.key));
-                            ready.push(slot.conn);
-                        }
-                        None => entry.ready = true,
+                    if entry.slot.is_none() {
+                        entry.ready = true;
+                    } else if let Some(conn) = parked.take(ev.key) {
+                        ready.push(conn);
                     }
                 }
-                while let Some(&(deadline, _, key)) = parked.deadlines.first() {
+                while let Some(&(deadline, generation, key)) = parked.deadlines.first() {
                     if deadline > now {
                         break;
                     }
-                    parked.deadlines.pop_first();
-                    if let Some(slot) = parked.entries.get_mut(key).and_then(|e| e.slot.take()) {
-                        expired.push(slot);
+                    match parked.take(key) {
+                        Some(conn) if conn.is_websocket() => ready.push(conn),
+                        Some(conn) => expired.push(conn),
+                        None => {
+                            parked.deadlines.remove(&(deadline, generation, key));
+                        }
                     }
                 }
+                jobs.append(&mut parked.pending);
             }
             // Dropping a connection closes it and frees its entry (its ticket takes the lock).
             expired.clear();
             for mut conn in ready.drain(..) {
                 conn.woken(now);
-                if queue.send(Job::from(conn)).is_err() {
+                jobs.push(Job::from(conn));
+            }
+            for job in jobs.drain(..) {
+                if queue.send(job).is_err() {
                     return;
                 }
             }

@@ -13,6 +13,7 @@ use polling::{Event, Poller};
 
 use super::Builder;
 use super::park::{Parker, Parking, Ticket};
+use super::websocket;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard};
 use crate::handler::{Answer, answer};
@@ -24,7 +25,7 @@ use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::sys::Registered;
 use crate::net::upgrade::{Waiter, detach, detach_events};
-use crate::ws::Upgrade;
+use crate::ws::{Upgrade, WS_READ_BUF};
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -34,8 +35,9 @@ pub(crate) struct Shared<H> {
     pub(crate) control: Arc<Control>,
 }
 
-/// A connection between requests: its socket and when its next head began to be awaited. It
-/// holds no buffer: buffers belong to the worker serving it.
+/// A connection between requests: its socket and when its next head began to be awaited, or
+/// a WebSocket between messages. It holds no buffer (but a WebSocket's rare unread bytes):
+/// buffers belong to the worker serving it.
 pub(crate) struct Connection {
     socket: Socket,
     peer: Option<SocketAddr>,
@@ -43,6 +45,10 @@ pub(crate) struct Connection {
     /// Handed over by the parker: readable, or (rarely, with edge-triggered registrations) an
     /// event for bytes already read; then the first read finds nothing and it parks again.
     woken: bool,
+    /// Set once the connection has switched to WebSocket (parking on).
+    pub(super) ws: Option<Box<websocket::Session>>,
+    /// A WebSocket, or switching to one: registered for writes too.
+    websocket: bool,
     _open: OpenGuard,
 }
 
@@ -54,7 +60,7 @@ enum Socket {
 }
 
 impl Connection {
-    fn stream(&self) -> &TcpStream {
+    pub(super) fn stream(&self) -> &TcpStream {
         match &self.socket {
             Socket::Plain(s) => s,
             Socket::Parkable(r, _) => r.get(),
@@ -77,6 +83,48 @@ impl Connection {
         }
     }
 
+    /// Changes an edge-triggered registration's interest.
+    pub(crate) fn set_edge(&self, interest: Event) -> std::io::Result<()> {
+        match &self.socket {
+            Socket::Plain(_) => Ok(()),
+            Socket::Parkable(r, _) => r.set_edge(interest),
+        }
+    }
+
+    /// A WebSocket (or a connection switching to one).
+    pub(crate) fn is_websocket(&self) -> bool {
+        self.websocket
+    }
+
+    /// Marks the connection as switching to WebSocket: its registration covers writes too.
+    pub(crate) fn into_websocket(self) -> Connection {
+        Connection {
+            websocket: true,
+            ..self
+        }
+    }
+
+    /// What the parker watches for under `key`: reads; for a WebSocket also writes (an
+    /// edge-triggered registration always includes them, so it never changes; a oneshot one
+    /// asks for them only while output is blocked).
+    pub(crate) fn interest(&self, key: usize, edge: bool) -> Event {
+        let write = self.websocket && (edge || self.ws.as_ref().is_some_and(|ws| ws.wants_write()));
+        if write {
+            Event::all(key)
+        } else {
+            Event::readable(key)
+        }
+    }
+
+    /// When the parker acts on its own if nothing happens: an idle HTTP connection closes after
+    /// `idle_timeout`; a WebSocket has its own timers (none, ping, idle, closing).
+    pub(crate) fn park_deadline(&self, now: Instant, idle_timeout: Duration) -> Option<Instant> {
+        match &self.ws {
+            Some(ws) => ws.deadline(),
+            None => Some(now + idle_timeout),
+        }
+    }
+
     /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered
     /// or oneshot. On failure the ticket comes back with the connection, unless registering
     /// consumed (closed) its socket.
@@ -86,9 +134,9 @@ impl Connection {
         edge: bool,
         ticket: Ticket,
     ) -> Result<Connection, (Option<Connection>, Ticket)> {
+        let interest = self.interest(ticket.key(), edge);
         match self.socket {
             Socket::Plain(s) => {
-                let interest = Event::readable(ticket.key());
                 let registered = if edge {
                     Registered::edge(poller.clone(), s, interest)
                 } else {
@@ -133,6 +181,8 @@ impl Job {
             socket: Socket::Plain(stream),
             since,
             woken: false,
+            ws: None,
+            websocket: false,
             _open: open,
         })
     }
@@ -149,6 +199,8 @@ struct Scratch {
     read: ReadBuf,
     write: Vec<u8>,
     head: RequestHead,
+    /// WebSockets read into this (`WS_READ_BUF` bytes), made when the first one comes.
+    ws: Option<ReadBuf>,
 }
 
 /// Bytes of response buffered before it is written out while more pipelined requests wait.
@@ -159,17 +211,25 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         read: ReadBuf::new(),
         write: Vec::with_capacity(WRITE_BUF),
         head: RequestHead::default(),
+        ws: None,
     };
     while let Ok(Job(conn)) = queue.recv() {
         let mut next = Some(conn);
         while let Some(conn) = next.take() {
-            if let (Some(idle), Some(parker)) = (serve(shared, conn, &mut scratch), &shared.parker)
-            {
+            let idle = if conn.ws.is_some() {
+                let buf = scratch
+                    .ws
+                    .get_or_insert_with(|| ReadBuf::with_len(WS_READ_BUF));
+                websocket::drive(shared, conn, buf)
+            } else {
+                serve(shared, conn, &mut scratch)
+            };
+            if let (Some(idle), Some(parker)) = (idle, &shared.parker) {
                 match parker.park(idle) {
                     Parking::Parked => {}
                     Parking::Ready(conn) => next = Some(conn),
                     // Parking has ended for shutdown: dropping closes the connection.
-                    Parking::Refused(conn) => drop(conn),
+                    Parking::Refused(conn) => websocket::abandon(conn),
                 }
             }
             scratch.read.reset();
@@ -288,6 +348,26 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 if !pumped.unwrap_or(false) {
                     http.abort();
                 }
+            }
+            After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parker.is_some() => {
+                let parker = shared.parker.as_ref()?;
+                // Enrolled before the 101 goes out: a refusal is still a 503.
+                let (mut conn, wake) = match parker.enroll_websocket(conn) {
+                    Ok(enrolled) => enrolled,
+                    Err(Some(conn)) => {
+                        s.write.truncate(mark);
+                        fail(conn.stream(), &mut http, &mut s.write, 503, cfg);
+                        return None;
+                    }
+                    Err(None) => return None,
+                };
+                flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+                conn.ws = Some(Box::new(websocket::Session::new(
+                    handler, *ws_cfg, wake, conn.peer,
+                )));
+                // The first turn (`on_open`, frames sent with the upgrade) runs now, reading on
+                // after what the request left in the buffer.
+                return websocket::drive(shared, conn, &mut s.read);
             }
             After::Switch(upgrade) => {
                 let waiter = match &upgrade {

@@ -4,9 +4,11 @@
 //! `101 Switching Protocols` and from then on drives the connection's frames with tungstenite's
 //! `WebSocketContext`, calling one [`WsHandler`] per connection:
 //!
-//! - on the thread-pool [`server`](crate::server) the callbacks run on a thread of the
-//!   connection's own (a WebSocket is a long-lived blocking exchange: it does not hold a pool
-//!   worker);
+//! - on the thread-pool [`server`](crate::server) the callbacks run as blocking code on the
+//!   pool's workers: between messages the WebSocket is parked in the engine's poller like an idle
+//!   keep-alive connection, so an open WebSocket holds no thread (a callback that blocks holds
+//!   its worker while it does). With [`park_idle(false)`](crate::server::Builder::park_idle)
+//!   each WebSocket has a thread of its own instead;
 //! - on the [`reactor`](crate::reactor) they run on the event loop (inline dispatch) or on the
 //!   worker pool (pool dispatch), and an open WebSocket costs no thread.
 //!
@@ -51,7 +53,7 @@ pub use tungstenite::protocol::CloseFrame;
 pub use tungstenite::protocol::frame::coding::CloseCode;
 pub use tungstenite::{Bytes, Utf8Bytes};
 
-pub(crate) use conn::{Calls, WsConn, WsIo, WsNext};
+pub(crate) use conn::{Calls, WS_READ_BUF, WsConn, WsIo, WsNext};
 
 use crate::Response;
 use crate::http::response::{Body, BodyKind};
