@@ -5,7 +5,9 @@
 //! engine then writes each event as it is sent, a heartbeat comment when the stream has been
 //! quiet for [`SseConfig::heartbeat`], and ends the stream when the client goes away (the sender
 //! reports [`SendError::Closed`]), when [`SseSender::close`] is called, or at server shutdown.
-//! On the thread-pool server a stream has a thread of its own; on the reactor it costs no thread.
+//! An open stream costs no thread: on the thread-pool server it is parked between events like an
+//! idle keep-alive connection (with [`park_idle(false)`](crate::server::Builder::park_idle), a
+//! thread of its own); on the reactor it is a state of its connection.
 //!
 //! ```
 //! use twinhttp::{Request, Response};

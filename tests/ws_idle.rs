@@ -1,12 +1,16 @@
-//! 1,000 idle WebSockets cost no threads, on the reactor in both dispatch modes and on the
-//! thread-pool server with parking on, and each is still served afterwards. The only test in this binary, so the process thread count is its own.
+//! 1,000 idle WebSockets, and 300 idle event streams, cost no threads, on the reactor in both
+//! dispatch modes and on the thread-pool server with parking on, and each is still served
+//! afterwards. The only test in this binary, so the process thread count is its own.
 #![cfg(feature = "server")]
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use support::{Config, Engine, connect, raise_fd_limit, start_with, thread_count};
+use twinhttp::sse::{Event, SseSender};
 use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
@@ -66,9 +70,54 @@ fn idle_websockets(engine: Engine) {
     assert_eq!(thread_count(), threads_before);
 }
 
+/// Reads from `s` until `want` has arrived (10 s at most).
+fn read_until(s: &mut TcpStream, want: &[u8]) {
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while !got.windows(want.len()).any(|w| w == want) {
+        let n = s.read(&mut buf).expect("read");
+        assert!(n > 0, "closed before {:?}", String::from_utf8_lossy(want));
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn idle_event_streams(engine: Engine) {
+    let senders: Arc<Mutex<Vec<SseSender>>> = Arc::default();
+    let keep = senders.clone();
+    let srv = start_with(engine, Config::default(), move |_: &mut Request<'_>| {
+        let (resp, sender) = Response::event_stream();
+        keep.lock().expect("lock").push(sender);
+        resp
+    });
+    let open = || {
+        let mut s = connect(srv.addr);
+        s.write_all(b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+            .expect("send");
+        read_until(&mut s, b"\r\n\r\n");
+        s
+    };
+    let mut first = open();
+    let threads_before = thread_count();
+    let mut idle: Vec<TcpStream> = (0..300).map(|_| open()).collect();
+    assert_eq!(thread_count(), threads_before, "no thread per event stream");
+    for sender in senders.lock().expect("lock").iter() {
+        sender.send(Event::data("tick")).expect("push");
+    }
+    read_until(&mut first, b"data: tick\n\n");
+    for s in &mut idle {
+        read_until(s, b"data: tick\n\n");
+    }
+    assert_eq!(thread_count(), threads_before);
+}
+
 #[test]
-fn idle_websockets_cost_no_threads() {
+fn idle_websockets_and_event_streams_cost_no_threads() {
     idle_websockets(Engine::ReactorInline);
     idle_websockets(Engine::ReactorPool);
     idle_websockets(Engine::Server);
+    idle_event_streams(Engine::ReactorInline);
+    idle_event_streams(Engine::ReactorPool);
+    idle_event_streams(Engine::Server);
 }

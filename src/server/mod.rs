@@ -22,7 +22,7 @@
 //! ```
 
 mod park;
-mod websocket;
+mod session;
 mod worker;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};

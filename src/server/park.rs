@@ -1,8 +1,9 @@
-//! Idle parking: keep-alive connections waiting for their next request, and WebSockets waiting
-//! for their next message, sit in one poller, watched by one thread, instead of each holding a
-//! worker. A readable connection goes back on the worker queue; an HTTP connection idle past the
-//! timeout is closed, a WebSocket whose timer is due goes to a worker to act on it. A push from a
-//! WebSocket's sender queues its parked connection at once.
+//! Idle parking: keep-alive connections waiting for their next request, and WebSockets and
+//! event streams between messages, sit in one poller, watched by one thread, instead of each
+//! holding a worker. A readable connection goes back on the worker queue; an HTTP connection idle
+//! past the timeout is closed, a WebSocket or event stream whose timer is due goes to a worker to
+//! act on it. A push from a WebSocket's or event stream's sender queues its parked connection at
+//! once.
 //!
 //! A connection is registered once, on its first park, under a key it keeps for life. Where the
 //! poller supports it the registration is edge-triggered and never re-armed: parking costs no
@@ -31,10 +32,11 @@ struct Parked {
     /// that have a deadline, and a wake-up costs O(log n) whatever their number.
     deadlines: BTreeSet<(Instant, u64, usize)>,
     generation: u64,
-    /// Registered WebSockets (parked or not): shutdown waits for their closing handshakes.
-    websockets: usize,
-    /// Shutdown began: HTTP connections are closed instead of parked; WebSockets still park
-    /// while they close.
+    /// Registered WebSockets and event streams (parked or not): shutdown waits for them to end
+    /// (closing handshakes, queued events).
+    sessions: usize,
+    /// Shutdown began: HTTP connections are closed instead of parked; WebSockets and event
+    /// streams still park while they end.
     stopping: bool,
     /// The parker thread has ended: nothing parks any more.
     closed: bool,
@@ -51,8 +53,8 @@ struct Entry {
     slot: Option<Slot>,
     /// An event came while a worker had the connection: its next park requeues it at once.
     ready: bool,
-    /// A WebSocket (counted in `Parked::websockets`).
-    websocket: bool,
+    /// A WebSocket or an event stream (counted in `Parked::sessions`).
+    session: bool,
 }
 
 struct Slot {
@@ -97,9 +99,9 @@ impl Drop for Ticket {
                 .is_some_and(|e| e.slot.is_none())
             {
                 let entry = parked.entries.remove(self.key);
-                if entry.websocket {
-                    parked.websockets -= 1;
-                    if parked.stopping && parked.websockets == 0 {
+                if entry.session {
+                    parked.sessions -= 1;
+                    if parked.stopping && parked.sessions == 0 {
                         // The parker thread waits for the last one to end.
                         drop(parked);
                         let _ = parker.poller.notify();
@@ -110,7 +112,7 @@ impl Drop for Ticket {
     }
 }
 
-/// A WebSocket sender's wake-up: queues the parked connection at once, or has it served again
+/// A WebSocket's or event stream's sender's wake-up: queues the parked connection at once, or has it served again
 /// at its next park when a worker has it.
 pub(crate) struct WakeParked {
     parker: Weak<Parker>,
@@ -169,7 +171,7 @@ impl Parker {
                 entries: Slab::new(),
                 deadlines: BTreeSet::new(),
                 generation: 0,
-                websockets: 0,
+                sessions: 0,
                 stopping: false,
                 closed: false,
                 queue: Some(queue),
@@ -196,14 +198,14 @@ impl Parker {
         self.edge
     }
 
-    /// Parks `conn` until it is readable (a WebSocket: readable, writable or woken by its
-    /// sender), its deadline passes, or shutdown. The socket is registered on its first park;
+    /// Parks `conn` until it is readable (a WebSocket or event stream: readable, writable or
+    /// woken by its sender), its deadline passes, or shutdown. The socket is registered on its first park;
     /// later parks cost no system call (edge-triggered) or one re-arm (oneshot). A connection
     /// that had an event while it was being served comes back as [`Parking::Ready`]. Returns the
     /// connection when parking has ended (shutdown); the caller closes it.
     pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
         let mut parked = self.lock();
-        if parked.closed || (parked.stopping && !conn.is_websocket()) {
+        if parked.closed || (parked.stopping && !conn.is_long_lived()) {
             drop(parked);
             return Parking::Refused(conn);
         }
@@ -281,11 +283,11 @@ impl Parker {
         Ok((conn, key))
     }
 
-    /// Enrolls a connection about to become a WebSocket, before its 101 goes out: registered
-    /// for reads and writes, counted so that shutdown waits for its closing handshake. Returns
-    /// the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown, or the poller
+    /// Enrolls a connection about to become a WebSocket or an event stream, before its head
+    /// goes out: registered for reads and writes, counted so that shutdown waits for it to end.
+    /// Returns the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown, or the poller
     /// failed), answer 503; `Err(None)`: the connection is gone.
-    pub(crate) fn enroll_websocket(
+    pub(crate) fn enroll(
         self: &Arc<Self>,
         conn: Connection,
     ) -> Result<(Connection, WakeParked), Option<Connection>> {
@@ -300,9 +302,9 @@ impl Parker {
                     drop(parked);
                     return Err(Some(conn));
                 }
-                (conn.into_websocket(), key)
+                (conn.into_long_lived(), key)
             }
-            None => match self.register(&mut parked, conn.into_websocket()) {
+            None => match self.register(&mut parked, conn.into_long_lived()) {
                 Ok(registered) => registered,
                 Err((conn, ticket)) => {
                     drop(parked);
@@ -312,9 +314,9 @@ impl Parker {
             },
         };
         if let Some(entry) = parked.entries.get_mut(key) {
-            if !entry.websocket {
-                entry.websocket = true;
-                parked.websockets += 1;
+            if !entry.session {
+                entry.session = true;
+                parked.sessions += 1;
             }
         }
         drop(parked);
@@ -357,9 +359,9 @@ impl Parker {
     }
 
     /// The parker thread: hands ready connections to the workers, closes idle HTTP connections
-    /// whose time is up and hands WebSockets whose timer is due to a worker. At shutdown idle
-    /// HTTP connections close and WebSockets go to the workers to close with 1001; the thread
-    /// ends when the last WebSocket has.
+    /// whose time is up and hands WebSockets and event streams whose timer is due to a worker.
+    /// At shutdown idle HTTP connections close, WebSockets go to the workers to close with 1001
+    /// and event streams to end after what is queued; the thread ends when the last has.
     pub(crate) fn run(&self) {
         let Some(queue) = self.lock().queue.clone() else {
             return;
@@ -388,7 +390,7 @@ impl Parker {
                         .collect();
                     for key in keys {
                         if let Some(conn) = parked.take(key) {
-                            if conn.is_websocket() {
+                            if conn.is_long_lived() {
                                 ready.push(conn);
                             } else {
                                 expired.push(conn);
@@ -396,7 +398,7 @@ impl Parker {
                         }
                     }
                 }
-                if parked.stopping && parked.websockets == 0 && ready.is_empty() {
+                if parked.stopping && parked.sessions == 0 && ready.is_empty() {
                     // Later parks are refused and their connections closed by the worker.
                     parked.closed = true;
                     let last = (parked.queue.take(), std::mem::take(&mut parked.pending));
@@ -421,7 +423,7 @@ impl Parker {
                         break;
                     }
                     match parked.take(key) {
-                        Some(conn) if conn.is_websocket() => ready.push(conn),
+                        Some(conn) if conn.is_long_lived() => ready.push(conn),
                         Some(conn) => expired.push(conn),
                         None => {
                             parked.deadlines.remove(&(deadline, generation, key));

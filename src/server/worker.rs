@@ -12,8 +12,8 @@ use crossbeam_channel::Receiver;
 use polling::{Event, Poller};
 
 use super::Builder;
-use super::park::{Parker, Parking, Ticket};
-use super::websocket;
+use super::park::{Parker, Parking, Ticket, WakeParked};
+use super::session::{self, Session};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard};
 use crate::handler::{Answer, answer};
@@ -36,7 +36,8 @@ pub(crate) struct Shared<H> {
 }
 
 /// A connection between requests: its socket and when its next head began to be awaited, or
-/// a WebSocket between messages. It holds no buffer (but a WebSocket's rare unread bytes):
+/// a WebSocket or an event stream between messages. It holds no buffer (but a WebSocket's rare
+/// unread bytes):
 /// buffers belong to the worker serving it.
 pub(crate) struct Connection {
     socket: Socket,
@@ -45,10 +46,10 @@ pub(crate) struct Connection {
     /// Handed over by the parker: readable, or (rarely, with edge-triggered registrations) an
     /// event for bytes already read; then the first read finds nothing and it parks again.
     woken: bool,
-    /// Set once the connection has switched to WebSocket (parking on).
-    pub(super) ws: Option<Box<websocket::Session>>,
-    /// A WebSocket, or switching to one: registered for writes too.
-    websocket: bool,
+    /// Set once the connection has become a WebSocket or an event stream (parking on).
+    pub(super) session: Option<Box<Session>>,
+    /// A WebSocket or an event stream, or becoming one: registered for writes too.
+    long_lived: bool,
     _open: OpenGuard,
 }
 
@@ -91,24 +92,26 @@ impl Connection {
         }
     }
 
-    /// A WebSocket (or a connection switching to one).
-    pub(crate) fn is_websocket(&self) -> bool {
-        self.websocket
+    /// A WebSocket or an event stream (or a connection becoming one).
+    pub(crate) fn is_long_lived(&self) -> bool {
+        self.long_lived
     }
 
-    /// Marks the connection as switching to WebSocket: its registration covers writes too.
-    pub(crate) fn into_websocket(self) -> Connection {
+    /// Marks the connection as becoming a WebSocket or an event stream: its registration
+    /// covers writes too.
+    pub(crate) fn into_long_lived(self) -> Connection {
         Connection {
-            websocket: true,
+            long_lived: true,
             ..self
         }
     }
 
-    /// What the parker watches for under `key`: reads; for a WebSocket also writes (an
+    /// What the parker watches for under `key`: reads; for a long-lived one also writes (an
     /// edge-triggered registration always includes them, so it never changes; a oneshot one
     /// asks for them only while output is blocked).
     pub(crate) fn interest(&self, key: usize, edge: bool) -> Event {
-        let write = self.websocket && (edge || self.ws.as_ref().is_some_and(|ws| ws.wants_write()));
+        let write =
+            self.long_lived && (edge || self.session.as_ref().is_some_and(|s| s.wants_write()));
         if write {
             Event::all(key)
         } else {
@@ -117,10 +120,10 @@ impl Connection {
     }
 
     /// When the parker acts on its own if nothing happens: an idle HTTP connection closes after
-    /// `idle_timeout`; a WebSocket has its own timers (none, ping, idle, closing).
+    /// `idle_timeout`; a WebSocket or an event stream has its own timers (or none).
     pub(crate) fn park_deadline(&self, now: Instant, idle_timeout: Duration) -> Option<Instant> {
-        match &self.ws {
-            Some(ws) => ws.deadline(),
+        match &self.session {
+            Some(session) => session.deadline(),
             None => Some(now + idle_timeout),
         }
     }
@@ -181,8 +184,8 @@ impl Job {
             socket: Socket::Plain(stream),
             since,
             woken: false,
-            ws: None,
-            websocket: false,
+            session: None,
+            long_lived: false,
             _open: open,
         })
     }
@@ -216,11 +219,11 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     while let Ok(Job(conn)) = queue.recv() {
         let mut next = Some(conn);
         while let Some(conn) = next.take() {
-            let idle = if conn.ws.is_some() {
+            let idle = if conn.session.is_some() {
                 let buf = scratch
                     .ws
                     .get_or_insert_with(|| ReadBuf::with_len(WS_READ_BUF));
-                websocket::drive(shared, conn, buf)
+                session::drive(shared, conn, buf)
             } else {
                 serve(shared, conn, &mut scratch)
             };
@@ -229,7 +232,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                     Parking::Parked => {}
                     Parking::Ready(conn) => next = Some(conn),
                     // Parking has ended for shutdown: dropping closes the connection.
-                    Parking::Refused(conn) => websocket::abandon(conn),
+                    Parking::Refused(conn) => session::abandon(conn),
                 }
             }
             scratch.read.reset();
@@ -321,6 +324,11 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         let mark = s.write.len();
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
+            After::Stream(encoder, BodyKind::Events(events)) if shared.parker.is_some() => {
+                return into_session(shared, conn, &mut http, s, mark, |wake, _| {
+                    Session::events(events, encoder, wake)
+                });
+            }
             After::Stream(encoder, BodyKind::Events(events)) => {
                 // An event stream lasts as long as its client: a thread of its own, whose
                 // waiter is made before the head goes out (out of descriptors: 503 instead).
@@ -350,24 +358,9 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 }
             }
             After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parker.is_some() => {
-                let parker = shared.parker.as_ref()?;
-                // Enrolled before the 101 goes out: a refusal is still a 503.
-                let (mut conn, wake) = match parker.enroll_websocket(conn) {
-                    Ok(enrolled) => enrolled,
-                    Err(Some(conn)) => {
-                        s.write.truncate(mark);
-                        fail(conn.stream(), &mut http, &mut s.write, 503, cfg);
-                        return None;
-                    }
-                    Err(None) => return None,
-                };
-                flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
-                conn.ws = Some(Box::new(websocket::Session::new(
-                    handler, *ws_cfg, wake, conn.peer,
-                )));
-                // The first turn (`on_open`, frames sent with the upgrade) runs now, reading on
-                // after what the request left in the buffer.
-                return websocket::drive(shared, conn, &mut s.read);
+                return into_session(shared, conn, &mut http, s, mark, |wake, peer| {
+                    Session::websocket(handler, *ws_cfg, wake, peer)
+                });
             }
             After::Switch(upgrade) => {
                 let waiter = match &upgrade {
@@ -447,6 +440,34 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         }
         head_deadline = Instant::now() + cfg.header_read_timeout;
     }
+}
+
+/// Makes `conn` a parked session: a WebSocket after its 101, an event stream after its head.
+/// It is enrolled with the parker before the head (in `s.write` from `mark`) goes out, so a
+/// refusal is still a 503; then its first turn runs at once (`on_open`, frames sent with the
+/// upgrade, reading on after what the request left in the buffer).
+fn into_session<H: Handler>(
+    shared: &Shared<H>,
+    conn: Connection,
+    http: &mut Conn,
+    s: &mut Scratch,
+    mark: usize,
+    make: impl FnOnce(WakeParked, Option<SocketAddr>) -> Session,
+) -> Option<Connection> {
+    let cfg = &shared.config;
+    let (mut conn, wake) = match shared.parker.as_ref()?.enroll(conn) {
+        Ok(enrolled) => enrolled,
+        Err(Some(conn)) => {
+            s.write.truncate(mark);
+            fail(conn.stream(), http, &mut s.write, 503, cfg);
+            return None;
+        }
+        Err(None) => return None,
+    };
+    flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+    let peer = conn.peer;
+    conn.session = Some(Box::new(make(wake, peer)));
+    session::drive(shared, conn, &mut s.read)
 }
 
 /// Budget for reading what a peer still sends after a response that closes the connection.
