@@ -424,6 +424,48 @@ fn shutdown_closes_with_1001(engine: Engine) {
     );
 }
 
+/// A client that never answers the server's close frame: shutdown still ends, once the closing
+/// handshake's timeout has passed.
+fn shutdown_does_not_wait_for_a_silent_client(engine: Engine) {
+    let srv = start(engine, |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u
+                .with_config(WsConfig::default().close_timeout(Duration::from_millis(300)))
+                .accept(|ws: &WsSender, msg: WsMessage| {
+                    let _ = ws.send(msg);
+                }),
+            Err(r) => r,
+        }
+    });
+    // Upgraded by hand and then silent: the client never reads or answers.
+    let mut silent = connect(srv.addr);
+    silent
+        .write_all(upgrade_request("").as_bytes())
+        .expect("upgrade");
+    assert!(read_head(&mut silent).starts_with("HTTP/1.1 101"));
+    let mut ws = client(srv.addr, "/");
+    ws.send(Message::text("x")).expect("send");
+    assert_eq!(ws.read().expect("echo"), Message::text("x"));
+    let started = std::time::Instant::now();
+    let (done_tx, done_rx) = mpsc::channel();
+    let stopper = std::thread::spawn(move || {
+        let _ = done_tx.send(srv.shutdown(Duration::from_secs(10)));
+    });
+    // The cooperative client gets its 1001 and answers it.
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Away));
+    let result = done_rx
+        .recv_timeout(Duration::from_secs(8))
+        .expect("shutdown returned");
+    assert!(result.is_ok(), "{result:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    stopper.join().expect("stopper");
+    drop(silent);
+}
+
 fn panicking_callback_closes_with_1011(engine: Engine) {
     let srv = start(engine, ws_app);
     let mut ws = client(srv.addr, "/panic");
@@ -498,6 +540,7 @@ engine_tests!(
     limits_and_protocol_errors_close_with_their_codes,
     push_from_another_thread,
     shutdown_closes_with_1001,
+    shutdown_does_not_wait_for_a_silent_client,
     panicking_callback_closes_with_1011,
     generic_upgrade_and_blocking_websocket,
     idle_ping_and_timeout,
