@@ -112,8 +112,8 @@ impl Drop for Ticket {
     }
 }
 
-/// A WebSocket's or event stream's sender's wake-up: queues the parked connection at once, or has it served again
-/// at its next park when a worker has it.
+/// The wake-up of a WebSocket's or event stream's sender: queues the parked connection at once,
+/// or has it served again at its next park when a worker has it.
 pub(crate) struct WakeParked {
     parker: Weak<Parker>,
     key: usize,
@@ -199,10 +199,11 @@ impl Parker {
     }
 
     /// Parks `conn` until it is readable (a WebSocket or event stream: readable, writable or
-    /// woken by its sender), its deadline passes, or shutdown. The socket is registered on its first park;
-    /// later parks cost no system call (edge-triggered) or one re-arm (oneshot). A connection
-    /// that had an event while it was being served comes back as [`Parking::Ready`]. Returns the
-    /// connection when parking has ended (shutdown); the caller closes it.
+    /// woken by its sender), its deadline passes, or shutdown. The socket is registered on its
+    /// first park; later parks cost no system call (edge-triggered) or one re-arm (oneshot). A
+    /// connection that had an event while it was being served comes back as
+    /// [`Parking::Ready`]. Returns the connection when parking has ended (shutdown); the caller
+    /// closes it.
     pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
         let mut parked = self.lock();
         if parked.closed || (parked.stopping && !conn.is_long_lived()) {

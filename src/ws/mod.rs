@@ -536,7 +536,8 @@ impl WsUpgrade {
     }
 
     /// Selects the first of `supported` (the server's order of preference) that the client
-    /// offers, if any (sent back as `Sec-WebSocket-Protocol`). Without a match no subprotocol is selected, as RFC 6455 allows.
+    /// offers, if any (sent back as `Sec-WebSocket-Protocol`). Without a match no subprotocol is
+    /// selected, as RFC 6455 allows.
     pub fn select_protocol(mut self, supported: &[&str]) -> Self {
         self.protocol = supported
             .iter()
