@@ -308,6 +308,83 @@ fn limits_and_protocol_errors_close_with_their_codes(engine: Engine) {
     assert_eq!(ws.read().expect("read"), Message::text("still here"));
 }
 
+/// Echoes, and keeps every connection's sender for pushes.
+struct EchoRegistry(Senders);
+
+impl WsHandler for EchoRegistry {
+    fn on_open(&mut self, ws: &WsSender) {
+        self.0.lock().expect("lock").push(ws.clone());
+    }
+    fn on_message(&mut self, ws: &WsSender, msg: WsMessage) {
+        let _ = ws.send(msg);
+    }
+}
+
+/// Pushes from several threads racing with each connection's own echoes: every message arrives,
+/// each source's in order (the engines' wake-ups and their "running" flag under contention).
+fn pushes_race_with_echoes(engine: Engine) {
+    const CONNS: usize = 24;
+    const PUSHERS: usize = 3;
+    const EACH: usize = 150;
+    let senders: Senders = Arc::default();
+    let keep = senders.clone();
+    let srv = start(engine, move |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept(EchoRegistry(keep.clone())),
+            Err(r) => r,
+        }
+    });
+    let clients: Vec<_> = (0..CONNS).map(|_| client(srv.addr, "/")).collect();
+    let all = wait_for_senders(&senders, CONNS);
+    let readers: Vec<_> = clients
+        .into_iter()
+        .map(|mut ws| {
+            std::thread::spawn(move || {
+                ws.get_mut()
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                for i in 0..EACH {
+                    ws.write(Message::text(format!("e{i}"))).expect("write");
+                }
+                ws.flush().expect("flush");
+                let mut next_echo = 0;
+                let mut next_push = [0usize; PUSHERS];
+                while next_echo < EACH || next_push.iter().any(|&n| n < EACH) {
+                    let msg = ws.read().expect("read");
+                    let text = msg.to_text().expect("text");
+                    if let Some(i) = text.strip_prefix('e') {
+                        assert_eq!(i, next_echo.to_string(), "echo order");
+                        next_echo += 1;
+                    } else {
+                        let (t, j) = text.split_once(':').expect("push");
+                        let t: usize = t.parse().expect("pusher");
+                        assert_eq!(j, next_push[t].to_string(), "push order of {t}");
+                        next_push[t] += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    let pushers: Vec<_> = (0..PUSHERS)
+        .map(|t| {
+            let all = all.clone();
+            std::thread::spawn(move || {
+                for j in 0..EACH {
+                    for s in &all {
+                        s.send(format!("{t}:{j}")).expect("push");
+                    }
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.join().expect("pusher");
+    }
+    for r in readers {
+        r.join().expect("reader");
+    }
+}
+
 /// Keeps every connection's sender, and reports `on_close`.
 struct Registry {
     senders: Senders,
@@ -539,6 +616,7 @@ engine_tests!(
     close_handshake_is_echoed,
     limits_and_protocol_errors_close_with_their_codes,
     push_from_another_thread,
+    pushes_race_with_echoes,
     shutdown_closes_with_1001,
     shutdown_does_not_wait_for_a_silent_client,
     panicking_callback_closes_with_1011,
