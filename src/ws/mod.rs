@@ -133,6 +133,11 @@ impl From<WsMessage> for tungstenite::Message {
 /// written in order, batched with the other replies of the same wake-up. A callback that
 /// panics closes its connection with 1011 (internal error); the engine lives on.
 ///
+/// Callbacks may block where an HTTP [`Handler`](crate::Handler) may: on the thread-pool server
+/// and under the reactor's pool dispatch they run on a worker, which a blocking callback holds
+/// while it blocks (as a blocking HTTP handler does); under inline dispatch they run on the
+/// event loop and must not block.
+///
 /// Any `FnMut(&WsSender, WsMessage)` closure is a handler that only cares about messages.
 pub trait WsHandler: Send + 'static {
     /// The handshake completed. Keep a clone of `ws` to push from other threads.
