@@ -308,6 +308,45 @@ fn limits_and_protocol_errors_close_with_their_codes(engine: Engine) {
     assert_eq!(ws.read().expect("read"), Message::text("still here"));
 }
 
+/// A peer flooding a WebSocket whose handler is slow does not starve another connection: the
+/// engines yield after a budget of messages (with one worker on the thread-pool server, one loop
+/// on the reactor).
+fn a_flooding_websocket_does_not_starve_the_others(engine: Engine) {
+    let cfg = Config {
+        workers: 1,
+        ..Config::default()
+    };
+    let srv = start_with(engine, cfg, |req: &mut Request<'_>| {
+        let slow = req.path() == "/slow";
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept(move |ws: &WsSender, msg: WsMessage| {
+                if slow {
+                    std::thread::sleep(Duration::from_millis(1));
+                } else {
+                    let _ = ws.send(msg);
+                }
+            }),
+            Err(r) => r,
+        }
+    });
+    let mut other = client(srv.addr, "/echo");
+    let mut flood = client(srv.addr, "/slow");
+    // About 2 s of handler time, all buffered at the server at once.
+    for i in 0..2000 {
+        flood.write(Message::text(i.to_string())).expect("write");
+    }
+    flood.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(50));
+    let started = std::time::Instant::now();
+    other.send(Message::text("hi")).expect("send");
+    assert_eq!(other.read().expect("echo"), Message::text("hi"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the echo waited {:?}",
+        started.elapsed()
+    );
+}
+
 /// Echoes, and keeps every connection's sender for pushes.
 struct EchoRegistry(Senders);
 
@@ -617,6 +656,7 @@ engine_tests!(
     limits_and_protocol_errors_close_with_their_codes,
     push_from_another_thread,
     pushes_race_with_echoes,
+    a_flooding_websocket_does_not_starve_the_others,
     shutdown_closes_with_1001,
     shutdown_does_not_wait_for_a_silent_client,
     panicking_callback_closes_with_1011,

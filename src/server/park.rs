@@ -328,6 +328,17 @@ impl Parker {
         Ok((conn, wake))
     }
 
+    /// Puts a connection with more work behind the others on the worker queue. Gives it back
+    /// when the queue is full or gone (the caller goes on with it).
+    pub(crate) fn requeue(&self, conn: Connection) -> Result<(), Connection> {
+        let Some(queue) = self.lock().queue.clone() else {
+            return Err(conn);
+        };
+        queue
+            .try_send(Job::from(conn))
+            .map_err(|e| e.into_inner().into_connection())
+    }
+
     /// A sender pushed to the connection under `key`: queue it if it is parked, else have its
     /// next park hand it back.
     fn wake(&self, key: usize) {

@@ -29,6 +29,8 @@ pub(crate) struct Session {
     deadline: Option<Instant>,
     /// Shutdown has been acted on (a WebSocket's 1001, the end of an event stream).
     stopping: bool,
+    /// The turn ended on the message budget with input left: queue it behind the others.
+    again: bool,
 }
 
 // The session lives in a box of its own (`Connection::session`), so the larger variant costs
@@ -71,6 +73,7 @@ impl Session {
             write: false,
             deadline: None,
             stopping: false,
+            again: false,
         }
     }
 
@@ -80,6 +83,12 @@ impl Session {
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+
+    /// The last turn stopped on the message budget: more is waiting, run it again after the
+    /// connections queued before it.
+    pub(crate) fn has_more(&self) -> bool {
+        self.again
     }
 
     /// The connection is going away: a WebSocket's `on_close` runs (here), an event stream's
@@ -93,8 +102,9 @@ impl Session {
 }
 
 /// Runs one turn of the session on `conn`: shutdown and due timers first, then output, input
-/// and callbacks until the socket has nothing more for now. Reads go to `buf` (the worker's),
-/// which is left empty. Returns the connection to park, or `None` once it closed.
+/// and callbacks until the socket has nothing more for now or the message budget runs out
+/// ([`Session::has_more`]). Reads go to `buf` (the worker's), which is left empty. Returns the
+/// connection to park or requeue, or `None` once it closed.
 pub(crate) fn drive<H: Handler>(
     shared: &Shared<H>,
     mut conn: Connection,
@@ -104,51 +114,46 @@ pub(crate) fn drive<H: Handler>(
     let sock = conn.stream();
     let mut own = session.unread.take();
     let buf = own.as_mut().unwrap_or(buf);
-    let mut now = Instant::now();
-    let mut stop = !session.stopping && shared.control.is_shutting_down();
+    let now = Instant::now();
+    let stop = !session.stopping && shared.control.is_shutting_down();
     session.stopping |= stop;
-    let mut due = session.deadline.is_some_and(|d| d <= now);
-    let next = loop {
-        let next = match &mut session.kind {
-            Kind::WebSocket(ws) => {
-                if stop {
-                    ws.shutdown(&mut WsIo::new(sock, buf), now);
-                }
-                if due {
-                    ws.expire(&mut WsIo::new(sock, buf), now);
-                }
-                // Edge-triggered parking needs the socket drained: a short read shows it is.
-                ws.drive(&mut WsIo::until_short_read(sock, buf), now, true)
+    let due = session.deadline.is_some_and(|d| d <= now);
+    let next = match &mut session.kind {
+        Kind::WebSocket(ws) => {
+            if stop {
+                ws.shutdown(&mut WsIo::new(sock, buf), now);
             }
-            Kind::Events(sse) => {
-                if stop {
-                    sse.shutdown();
-                }
-                // Reads until the socket would block; heartbeats are written when due.
-                sse.drive(sock, now)
+            if due {
+                ws.expire(&mut WsIo::new(sock, buf), now);
             }
-        };
-        (stop, due) = (false, false);
-        match next {
-            // The message budget ran out: this worker goes on (the peer keeps it busy, as a
-            // thread of its own would be).
-            WsNext::Again => now = Instant::now(),
-            other => break other,
+            // Edge-triggered parking needs the socket drained: a short read shows it is.
+            ws.drive(&mut WsIo::until_short_read(sock, buf), now, true)
+        }
+        Kind::Events(sse) => {
+            if stop {
+                sse.shutdown();
+            }
+            // Reads until the socket would block; heartbeats are written when due.
+            sse.drive(sock, now)
         }
     };
+    session.again = false;
     match next {
         WsNext::Wait { write, deadline } => {
             session.write = write;
             session.deadline = deadline;
         }
+        // The message budget ran out: the worker queues it behind the others.
+        WsNext::Again => session.again = true,
         _ => {
             session.finish();
             return None;
         }
     }
     if !buf.is_empty() {
-        // Waiting to write with input still buffered: it stays with the connection.
-        let mut keep = ReadBuf::with_len(buf.filled().len());
+        // Input still buffered (waiting to write, or the budget ran out): it stays with the
+        // connection.
+        let mut keep = ReadBuf::new();
         keep.push(buf.filled());
         buf.clear();
         session.unread = Some(keep);

@@ -189,6 +189,11 @@ impl Job {
             _open: open,
         })
     }
+
+    /// The connection, back from a queue that would not take it.
+    pub(crate) fn into_connection(self) -> Connection {
+        self.0
+    }
 }
 
 impl From<Connection> for Job {
@@ -228,6 +233,13 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                 serve(shared, conn, &mut scratch)
             };
             if let (Some(idle), Some(parker)) = (idle, &shared.parker) {
+                if idle.session.as_ref().is_some_and(|s| s.has_more()) {
+                    // A busy WebSocket yields after its budget, as on the reactor.
+                    if let Err(conn) = parker.requeue(idle) {
+                        next = Some(conn);
+                    }
+                    continue;
+                }
                 match parker.park(idle) {
                     Parking::Parked => {}
                     Parking::Ready(conn) => next = Some(conn),
