@@ -150,14 +150,15 @@ pub(crate) fn drive<H: Handler>(
             return None;
         }
     }
-    if !buf.is_empty() {
+    if !buf.is_empty() && matches!(session.kind, Kind::WebSocket(_)) {
         // Input still buffered (waiting to write, or the budget ran out): it stays with the
         // connection.
         let mut keep = ReadBuf::new();
         keep.push(buf.filled());
-        buf.clear();
         session.unread = Some(keep);
     }
+    // (An event stream reads nothing; bytes a client pipelined after its request are dropped.)
+    buf.clear();
     conn.session = Some(session);
     Some(conn)
 }

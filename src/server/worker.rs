@@ -37,8 +37,7 @@ pub(crate) struct Shared<H> {
 
 /// A connection between requests: its socket and when its next head began to be awaited, or
 /// a WebSocket or an event stream between messages. It holds no buffer (but a WebSocket's rare
-/// unread bytes):
-/// buffers belong to the worker serving it.
+/// unread bytes): buffers belong to the worker serving it.
 pub(crate) struct Connection {
     socket: Socket,
     peer: Option<SocketAddr>,
@@ -238,13 +237,13 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                     if let Err(conn) = parker.requeue(idle) {
                         next = Some(conn);
                     }
-                    continue;
-                }
-                match parker.park(idle) {
-                    Parking::Parked => {}
-                    Parking::Ready(conn) => next = Some(conn),
-                    // Parking has ended for shutdown: dropping closes the connection.
-                    Parking::Refused(conn) => session::abandon(conn),
+                } else {
+                    match parker.park(idle) {
+                        Parking::Parked => {}
+                        Parking::Ready(conn) => next = Some(conn),
+                        // Parking has ended for shutdown: dropping closes the connection.
+                        Parking::Refused(conn) => session::abandon(conn),
+                    }
                 }
             }
             scratch.read.reset();
