@@ -1,6 +1,6 @@
 //! 1,000 idle WebSockets, and 300 idle event streams, cost no threads, on the reactor in both
 //! dispatch modes and on the thread-pool server with parking on, and each is still served
-//! afterwards. The only test in this binary, so the process thread count is its own.
+//! afterwards; with `park_sessions(false)` each WebSocket has a thread. The only test in this binary, so the process thread count is its own.
 #![cfg(feature = "server")]
 mod support;
 
@@ -112,6 +112,30 @@ fn idle_event_streams(engine: Engine) {
     assert_eq!(thread_count(), threads_before);
 }
 
+/// `park_sessions(false)`: WebSockets get a thread each (idle HTTP connections still parked).
+fn websockets_on_threads_when_asked() {
+    let srv = twinhttp::server::Server::builder()
+        .park_sessions(false)
+        .serve("127.0.0.1:0", echo)
+        .expect("server");
+    let addr = srv.local_addr();
+    let mut first = open(addr);
+    echo_once(&mut first);
+    let threads_before = thread_count();
+    let mut more: Vec<TcpStream> = (0..20).map(|_| open(addr)).collect();
+    for s in &mut more {
+        echo_once(s);
+    }
+    assert_eq!(
+        thread_count(),
+        threads_before + 20,
+        "a thread per WebSocket"
+    );
+    drop(more);
+    drop(first);
+    srv.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
 #[test]
 fn idle_websockets_and_event_streams_cost_no_threads() {
     idle_websockets(Engine::ReactorInline);
@@ -120,4 +144,5 @@ fn idle_websockets_and_event_streams_cost_no_threads() {
     idle_event_streams(Engine::ReactorInline);
     idle_event_streams(Engine::ReactorPool);
     idle_event_streams(Engine::Server);
+    websockets_on_threads_when_asked();
 }

@@ -25,6 +25,9 @@ pub struct Args {
     pub accept: String,
     /// `--no-park`: server engine keeps a worker on each idle connection (thread-per-connection).
     pub no_park: bool,
+    /// `--session-threads`: server engine parks idle HTTP connections but gives each WebSocket
+    /// and event stream a thread.
+    pub session_threads: bool,
     /// `--park-linger-us N`: server engine waits this long for the next request before parking.
     pub park_linger: Option<Duration>,
 }
@@ -33,7 +36,7 @@ const USAGE: &str =
     "options: --addr HOST:PORT (127.0.0.1:8080)  --engine server|reactor  --dispatch inline|pool
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
-         --no-park  --park-linger-us N (server engine)";
+         --no-park  --session-threads  --park-linger-us N (server engine)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -50,6 +53,7 @@ impl Args {
             workers: None,
             accept: "reuseport".to_owned(),
             no_park: false,
+            session_threads: false,
             park_linger: None,
         };
         let mut it = std::env::args().skip(1);
@@ -66,6 +70,7 @@ impl Args {
                 "--workers" => args.workers = Some(number(&value())),
                 "--accept" => args.accept = value(),
                 "--no-park" => args.no_park = true,
+                "--session-threads" => args.session_threads = true,
                 "--park-linger-us" => {
                     args.park_linger = Some(Duration::from_micros(number(&value()) as u64))
                 }
@@ -90,7 +95,9 @@ impl Args {
         let running = match self.engine.as_str() {
             #[cfg(feature = "server")]
             "server" => {
-                let mut b = twinhttp::server::Server::builder().park_idle(!self.no_park);
+                let mut b = twinhttp::server::Server::builder()
+                    .park_idle(!self.no_park)
+                    .park_sessions(!self.session_threads);
                 if let Some(n) = self.threads {
                     b = b.workers(n);
                 }

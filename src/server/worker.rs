@@ -35,6 +35,13 @@ pub(crate) struct Shared<H> {
     pub(crate) control: Arc<Control>,
 }
 
+impl<H> Shared<H> {
+    /// WebSockets and event streams are parked (else each gets a thread).
+    fn parks_sessions(&self) -> bool {
+        self.parker.is_some() && self.config.park_sessions
+    }
+}
+
 /// A connection between requests: its socket and when its next head began to be awaited, or
 /// a WebSocket or an event stream between messages. It holds no buffer (but a WebSocket's rare
 /// unread bytes): buffers belong to the worker serving it.
@@ -335,7 +342,7 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         let mark = s.write.len();
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
-            After::Stream(encoder, BodyKind::Events(events)) if shared.parker.is_some() => {
+            After::Stream(encoder, BodyKind::Events(events)) if shared.parks_sessions() => {
                 return into_session(shared, conn, &mut http, s, mark, |wake, _| {
                     Session::events(events, encoder, wake)
                 });
@@ -368,7 +375,7 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                     http.abort();
                 }
             }
-            After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parker.is_some() => {
+            After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parks_sessions() => {
                 return into_session(shared, conn, &mut http, s, mark, |wake, peer| {
                     Session::websocket(handler, *ws_cfg, wake, peer)
                 });
