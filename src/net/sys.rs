@@ -44,6 +44,7 @@ impl<S: AsFd + AsRawFd> Registered<S> {
     }
 
     /// Changes an edge-triggered registration's interest (it stays edge-triggered).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn set_edge(&self, interest: Event) -> io::Result<()> {
         self.poller
             .modify_with_mode(self.source.as_fd(), interest, PollMode::Edge)

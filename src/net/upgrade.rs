@@ -122,16 +122,26 @@ impl Wake for Waiter {
     }
 }
 
-/// A connection driven on a thread of its own after its HTTP exchange: a WebSocket or an event
-/// stream.
-trait Session {
+/// A connection that has left the HTTP exchange and is driven as blocking code, on a thread of
+/// its own here or a pool worker's turn (the thread-pool engine's parked sessions): a WebSocket
+/// or an event stream. Each step reads until a short read (the caller then waits on the socket,
+/// level- or edge-triggered).
+pub(crate) trait LongLived: Send {
+    /// Runs as far as it goes without blocking.
     fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) -> WsNext;
+    /// A deadline `drive` returned has passed.
     fn expire(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant);
+    /// Server shutdown: a WebSocket closes with 1001, an event stream ends after what is queued.
     fn shutdown(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant);
+    /// The connection is going away: a WebSocket's `on_close` runs here, an event stream's
+    /// sender learns it.
     fn finish(&mut self);
+    /// Whether unread input in `buf` belongs to it (an event stream reads nothing).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    fn keeps_input(&self) -> bool;
 }
 
-impl Session for WsConn {
+impl LongLived for WsConn {
     fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) -> WsNext {
         WsConn::drive(self, &mut WsIo::until_short_read(sock, buf), now, true)
     }
@@ -144,9 +154,12 @@ impl Session for WsConn {
     fn finish(&mut self) {
         WsConn::finish(self, true);
     }
+    fn keeps_input(&self) -> bool {
+        true
+    }
 }
 
-impl Session for SseConn {
+impl LongLived for SseConn {
     fn drive(&mut self, sock: &TcpStream, _: &mut ReadBuf, now: Instant) -> WsNext {
         SseConn::drive(self, sock, now)
     }
@@ -156,6 +169,9 @@ impl Session for SseConn {
     }
     fn finish(&mut self) {
         SseConn::finish(self)
+    }
+    fn keeps_input(&self) -> bool {
+        false
     }
 }
 
@@ -210,7 +226,7 @@ fn run_session(
     control: &Arc<Control>,
     waiter: &Arc<Waiter>,
     socket: &TcpStream,
-    mut session: impl Session,
+    mut session: impl LongLived,
     mut buf: ReadBuf,
 ) {
     let _watch = control.watch(waiter.clone());

@@ -13,14 +13,17 @@ use super::worker::{Connection, Shared};
 use crate::Handler;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
+use crate::net::upgrade::LongLived;
 use crate::sse::{SseConn, Stream};
-use crate::ws::{WsConfig, WsConn, WsHandler, WsIo, WsNext, WsSender};
+use crate::ws::{WsConfig, WsConn, WsHandler, WsNext, WsSender};
 
 /// A parked connection's state between the workers' turns.
 pub(crate) struct Session {
-    kind: Kind,
-    /// Bytes read but not yet framed, kept only when a WebSocket's turn ended waiting to write
-    /// with input still buffered (rare); otherwise each turn reads into the worker's buffer.
+    /// Driven the same way as on a thread of its own (`crate::net::upgrade`).
+    conn: Box<dyn LongLived>,
+    /// Bytes read but not yet framed, kept only when a WebSocket's turn ended (waiting to write,
+    /// or out of budget) with input still buffered; otherwise each turn reads into the worker's
+    /// buffer.
     unread: Option<ReadBuf>,
     /// Output is blocked: the parker also waits for the socket to be writable.
     write: bool,
@@ -33,14 +36,6 @@ pub(crate) struct Session {
     again: bool,
 }
 
-// The session lives in a box of its own (`Connection::session`), so the larger variant costs
-// an event stream some bytes of that one allocation, not every connection.
-#[allow(clippy::large_enum_variant)]
-enum Kind {
-    WebSocket(WsConn),
-    Events(SseConn),
-}
-
 impl Session {
     pub(crate) fn websocket(
         handler: Box<dyn WsHandler>,
@@ -49,26 +44,17 @@ impl Session {
         peer: Option<SocketAddr>,
     ) -> Self {
         let sender = WsSender::new(Box::new(wake), cfg.max_send_queue, peer);
-        Session::new(Kind::WebSocket(WsConn::new(
-            handler,
-            cfg,
-            sender,
-            Instant::now(),
-        )))
+        Session::new(Box::new(WsConn::new(handler, cfg, sender, Instant::now())))
     }
 
     pub(crate) fn events(stream: Stream, encoder: Encoder, wake: WakeParked) -> Self {
-        Session::new(Kind::Events(SseConn::new(
-            stream,
-            encoder,
-            Box::new(wake),
-            Instant::now(),
-        )))
+        let sse = SseConn::new(stream, encoder, Box::new(wake), Instant::now());
+        Session::new(Box::new(sse))
     }
 
-    fn new(kind: Kind) -> Self {
+    fn new(conn: Box<dyn LongLived>) -> Self {
         Session {
-            kind,
+            conn,
             unread: None,
             write: false,
             deadline: None,
@@ -90,15 +76,6 @@ impl Session {
     pub(crate) fn has_more(&self) -> bool {
         self.again
     }
-
-    /// The connection is going away: a WebSocket's `on_close` runs (here), an event stream's
-    /// sender learns it.
-    fn finish(&mut self) {
-        match &mut self.kind {
-            Kind::WebSocket(ws) => drop(ws.finish(true)),
-            Kind::Events(sse) => sse.finish(),
-        }
-    }
 }
 
 /// Runs one turn of the session on `conn`: shutdown and due timers first, then output, input
@@ -115,44 +92,29 @@ pub(crate) fn drive<H: Handler>(
     let mut own = session.unread.take();
     let buf = own.as_mut().unwrap_or(buf);
     let now = Instant::now();
-    let stop = !session.stopping && shared.control.is_shutting_down();
-    session.stopping |= stop;
-    let due = session.deadline.is_some_and(|d| d <= now);
-    let next = match &mut session.kind {
-        Kind::WebSocket(ws) => {
-            if stop {
-                ws.shutdown(&mut WsIo::new(sock, buf), now);
-            }
-            if due {
-                ws.expire(&mut WsIo::new(sock, buf), now);
-            }
-            // Edge-triggered parking needs the socket drained: a short read shows it is.
-            ws.drive(&mut WsIo::until_short_read(sock, buf), now, true)
-        }
-        Kind::Events(sse) => {
-            if stop {
-                sse.shutdown();
-            }
-            // Reads until the socket would block; heartbeats are written when due.
-            sse.drive(sock, now)
-        }
-    };
+    if !session.stopping && shared.control.is_shutting_down() {
+        session.stopping = true;
+        session.conn.shutdown(sock, buf, now);
+    }
+    if session.deadline.is_some_and(|d| d <= now) {
+        session.conn.expire(sock, buf, now);
+    }
+    // Reads until a short read, which shows the socket drained, as edge-triggered parking needs.
     session.again = false;
-    match next {
+    match session.conn.drive(sock, buf, now) {
         WsNext::Wait { write, deadline } => {
             session.write = write;
             session.deadline = deadline;
         }
         // The message budget ran out: the worker queues it behind the others.
         WsNext::Again => session.again = true,
-        _ => {
-            session.finish();
+        WsNext::Close | WsNext::Dispatch | WsNext::Busy => {
+            session.conn.finish();
             return None;
         }
     }
-    if !buf.is_empty() && matches!(session.kind, Kind::WebSocket(_)) {
-        // Input still buffered (waiting to write, or the budget ran out): it stays with the
-        // connection.
+    if !buf.is_empty() && session.conn.keeps_input() {
+        // Input still buffered: it stays with the connection.
         let mut keep = ReadBuf::new();
         keep.push(buf.filled());
         session.unread = Some(keep);
@@ -166,6 +128,6 @@ pub(crate) fn drive<H: Handler>(
 /// A session the parker refused (it has stopped): closes it, with `on_close` run.
 pub(crate) fn abandon(mut conn: Connection) {
     if let Some(mut session) = conn.session.take() {
-        session.finish();
+        session.conn.finish();
     }
 }
