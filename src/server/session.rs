@@ -25,15 +25,24 @@ pub(crate) struct Session {
     /// or out of budget) with input still buffered; otherwise each turn reads into the worker's
     /// buffer.
     unread: Option<ReadBuf>,
-    /// Output is blocked: the parker also waits for the socket to be writable.
-    write: bool,
-    /// When the connection's next timer (ping, idle, heartbeat, closing handshake, stalled
-    /// write) is due.
-    deadline: Option<Instant>,
+    /// How the last turn ended.
+    turn: Turn,
     /// Shutdown has been acted on (a WebSocket's 1001, the end of an event stream).
     stopping: bool,
-    /// The turn ended on the message budget with input left: queue it behind the others.
-    again: bool,
+}
+
+/// How a session's turn ended.
+enum Turn {
+    /// Waiting for the socket (also writable when `write`: output is blocked), a sender's
+    /// push, or `deadline` (the next ping, idle, heartbeat, closing-handshake or stalled-write
+    /// timer).
+    Wait {
+        write: bool,
+        deadline: Option<Instant>,
+    },
+    /// The message budget ran out with input left: queue it behind the others. The last
+    /// wait's `deadline` still applies (a closing handshake times out under a flood too).
+    More { deadline: Option<Instant> },
 }
 
 impl Session {
@@ -56,25 +65,28 @@ impl Session {
         Session {
             conn,
             unread: None,
-            write: false,
-            deadline: None,
+            turn: Turn::Wait {
+                write: false,
+                deadline: None,
+            },
             stopping: false,
-            again: false,
         }
     }
 
     pub(crate) fn wants_write(&self) -> bool {
-        self.write
+        matches!(self.turn, Turn::Wait { write: true, .. })
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        match self.turn {
+            Turn::Wait { deadline, .. } | Turn::More { deadline } => deadline,
+        }
     }
 
     /// The last turn stopped on the message budget: more is waiting, run it again after the
     /// connections queued before it.
     pub(crate) fn has_more(&self) -> bool {
-        self.again
+        matches!(self.turn, Turn::More { .. })
     }
 }
 
@@ -96,23 +108,21 @@ pub(crate) fn drive<H: Handler>(
         session.stopping = true;
         session.conn.shutdown(sock, buf, now);
     }
-    if session.deadline.is_some_and(|d| d <= now) {
+    if session.deadline().is_some_and(|d| d <= now) {
         session.conn.expire(sock, buf, now);
     }
     // Reads until a short read, which shows the socket drained, as edge-triggered parking needs.
-    session.again = false;
-    match session.conn.drive(sock, buf, now) {
-        WsNext::Wait { write, deadline } => {
-            session.write = write;
-            session.deadline = deadline;
-        }
+    session.turn = match session.conn.drive(sock, buf, now) {
+        WsNext::Wait { write, deadline } => Turn::Wait { write, deadline },
         // The message budget ran out: the worker queues it behind the others.
-        WsNext::Again => session.again = true,
+        WsNext::Again => Turn::More {
+            deadline: session.deadline(),
+        },
         WsNext::Close | WsNext::Dispatch | WsNext::Busy => {
             session.conn.finish();
             return None;
         }
-    }
+    };
     if !buf.is_empty() && session.conn.keeps_input() {
         // Input still buffered: it stays with the connection.
         let mut keep = ReadBuf::new();
