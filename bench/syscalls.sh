@@ -12,53 +12,32 @@
 # 127.0.0.1 only, and is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 kind=${1:-}; shift || true
-case "$kind" in http|ws) ;; *) sed -n 2,13p "$0"; exit 2 ;; esac
-[ $# -gt 0 ] || { echo "no servers given"; exit 2; }
-unit=request; [ "$kind" = ws ] && unit=message
+check_args 2,13p $#
 CONNS=${CONNS:-64} DURATION=${DURATION:-3} SIZE=${SIZE:-32}
-WSLOAD=${WSLOAD:-${PEERS_WORK:-/tmp/twinhttp-peers}/ws/rs/target/release/wsload}
-command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
-if [ "$kind" = http ]; then
-  command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-else
-  [ -x "$WSLOAD" ] || { echo "no wsload at $WSLOAD (run bench/compare_ws.sh once, or set WSLOAD)"; exit 2; }
-fi
 
 calls="recvfrom sendto read write readv writev recvmsg sendmsg epoll_wait epoll_pwait epoll_ctl timerfd_settime poll ppoll futex sched_yield"
 events="raw_syscalls:sys_enter,context-switches"
 for c in $calls; do events="$events,syscalls:sys_enter_$c"; done
 
-spid=""
-stop() {
-  if [ -n "$spid" ]; then kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; fi
-  spid=""
-}
-trap stop EXIT
+need_tools
+trap stop_server EXIT
 
 header="| server | ${unit}s | syscalls each | context switches each |"
 sep="|---|---|---|---|"
 for c in $calls; do header="$header $c |"; sep="$sep---|"; done
 rows=()
 for spec in "$@"; do
-  name=${spec%%:*}; rest=${spec#*:}; port=${rest%%:*}; cmd=${rest#*:}; cmd=${cmd//\{PORT\}/$port}
-  (cd "$here" && exec bash -c "exec $cmd") >/dev/null 2>&1 &
-  spid=$!
-  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+  start_server "$spec"
   sleep 0.3
   perf stat -x, -e "$events" -p "$spid" -o /tmp/twinhttp-syscalls.$$ -- sleep $((DURATION + 1)) &
   ppid=$!
   sleep 0.3
-  if [ "$kind" = http ]; then
-    out=$(timeout $((DURATION + 10)) wrk -t2 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$port/")
-    n=$(awk '/requests in/ {print $1}' <<<"$out")
-  else
-    out=$(timeout $((DURATION + 10)) "$WSLOAD" --url "ws://127.0.0.1:$port/" --conns "$CONNS" \
-      --duration "$DURATION" --size "$SIZE" --mode binary --window 1)
-    n=$(grep -o 'msgs=[0-9]*' <<<"$out" | cut -d= -f2)
-  fi
+  run_load
   wait "$ppid"
-  stop
+  stop_server
   row=$(awk -F, -v n="$n" -v name="$name" -v calls="$calls" '
     { v[$3] = $1 }
     END {
