@@ -2,7 +2,9 @@
 //! honoured in both directions.
 #![cfg(feature = "server")]
 mod support;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::time::{Duration, Instant};
 
 use support::{Client, Engine, app, start};
 
@@ -64,7 +66,33 @@ fn peer_close_between_requests_is_clean(engine: Engine) {
     assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
 }
 
+/// A client that sends its request and then shuts down its sending side (as `nc -N` and some
+/// HTTP/1.0 clients do) gets its answer and then the end of the stream at once, not after the
+/// idle timeout: the end of input must be noticed even when it arrives with the request.
+fn a_half_closed_client_gets_its_answer_and_eof(engine: Engine) {
+    let srv = start(engine, app);
+    for _ in 0..20 {
+        // A first request makes it a kept-alive connection the server has waited on before.
+        let mut c = Client::new(srv.addr);
+        assert_eq!(c.roundtrip(GET).status, 200);
+        let mut s = c.reader.into_inner();
+        s.write_all(GET).expect("request");
+        s.shutdown(Shutdown::Write).expect("half-close");
+        let started = Instant::now();
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).expect("answer, then end of stream");
+        assert!(all.starts_with(b"HTTP/1.1 200 "), "{all:?}");
+        assert!(all.ends_with(b"Hello, World!"));
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the server closed only after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 engine_tests!(
+    a_half_closed_client_gets_its_answer_and_eof,
     http11_keeps_the_connection,
     http10_closes_unless_keep_alive,
     client_connection_close_is_honoured,

@@ -124,11 +124,13 @@ impl Wake for Waiter {
 
 /// A connection that has left the HTTP exchange and is driven as blocking code, on a thread of
 /// its own here or a pool worker's turn (the thread-pool engine's parked sessions): a WebSocket
-/// or an event stream. Each step reads until a short read (the caller then waits on the socket,
-/// level- or edge-triggered).
+/// or an event stream.
 pub(crate) trait LongLived: Send {
-    /// Runs as far as it goes without blocking.
-    fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) -> WsNext;
+    /// Runs as far as it goes without blocking. With `level` the caller then waits
+    /// level-triggered, so reading may stop at a short read; otherwise (an edge-triggered
+    /// parker) it reads until the socket says EAGAIN, since the end of input may come with the
+    /// last bytes and raise no event of its own.
+    fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant, level: bool) -> WsNext;
     /// A deadline `drive` returned has passed.
     fn expire(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant);
     /// Server shutdown: a WebSocket closes with 1001, an event stream ends after what is queued.
@@ -142,8 +144,13 @@ pub(crate) trait LongLived: Send {
 }
 
 impl LongLived for WsConn {
-    fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) -> WsNext {
-        WsConn::drive(self, &mut WsIo::until_short_read(sock, buf), now, true)
+    fn drive(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant, level: bool) -> WsNext {
+        let mut io = if level {
+            WsIo::until_short_read(sock, buf)
+        } else {
+            WsIo::new(sock, buf)
+        };
+        WsConn::drive(self, &mut io, now, true)
     }
     fn expire(&mut self, sock: &TcpStream, buf: &mut ReadBuf, now: Instant) {
         WsConn::expire(self, &mut WsIo::new(sock, buf), now)
@@ -160,7 +167,7 @@ impl LongLived for WsConn {
 }
 
 impl LongLived for SseConn {
-    fn drive(&mut self, sock: &TcpStream, _: &mut ReadBuf, now: Instant) -> WsNext {
+    fn drive(&mut self, sock: &TcpStream, _: &mut ReadBuf, now: Instant, _: bool) -> WsNext {
         SseConn::drive(self, sock, now)
     }
     fn expire(&mut self, _: &TcpStream, _: &mut ReadBuf, _: Instant) {}
@@ -237,7 +244,7 @@ fn run_session(
             stopping = true;
             session.shutdown(socket, &mut buf, now);
         }
-        let (write, deadline) = match session.drive(socket, &mut buf, now) {
+        let (write, deadline) = match session.drive(socket, &mut buf, now, true) {
             WsNext::Wait { write, deadline } => (write, deadline),
             WsNext::Again => continue,
             WsNext::Close | WsNext::Dispatch | WsNext::Busy => break,

@@ -333,12 +333,6 @@ impl Connection {
 
     fn drive_http<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let mut budget = REQUEST_BUDGET;
-        // Set when a read in this step came back shorter than the space offered: the socket's
-        // receive queue is empty, so the next read would only say EAGAIN (tokio's `poll_read`
-        // draws the same conclusion). Waiting instead is safe in both registration modes: bytes
-        // that arrive after the read raise a new edge, and re-arming a oneshot registration checks
-        // readiness.
-        let mut drained = false;
         loop {
             if self.switched() {
                 return Next::Again;
@@ -398,13 +392,14 @@ impl Connection {
                 Ok(false) => return self.wait(false, true, cx),
                 Err(()) => return Next::Close,
             }
-            let filled = if drained {
-                Fill::WouldBlock
-            } else {
-                self.fill(cx)
-            };
-            match filled {
-                Fill::Got { short } => drained = short,
+            // Reads go on until the socket says EAGAIN, even after a read that came back
+            // shorter than the space offered: the end of input may have arrived with the last
+            // bytes, reported by the same edge, and only a further read returns it (tokio can
+            // stop at a short read because mio also asks for EPOLLRDHUP, which `polling` does
+            // not expose). Waiting then would leave a client that half-closed after its
+            // request waiting for our close until the idle timeout.
+            match self.fill(cx) {
+                Fill::Got => {}
                 Fill::WouldBlock => {
                     self.release_idle(cx.pools);
                     return self.wait(true, false, cx);
@@ -678,12 +673,11 @@ impl Connection {
             return match stream.read(spare) {
                 Ok(0) => Fill::Closed,
                 Ok(n) => {
-                    let short = n < spare.len();
                     buf.filled_by(n);
                     if was_empty && matches!(self.phase, Phase::Head) {
                         self.head_start = cx.now;
                     }
-                    Fill::Got { short }
+                    Fill::Got
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -714,10 +708,8 @@ impl Connection {
 }
 
 enum Fill {
-    /// Bytes arrived; `short` when fewer than the space offered (the socket is drained).
-    Got {
-        short: bool,
-    },
+    /// Bytes arrived.
+    Got,
     WouldBlock,
     Closed,
 }

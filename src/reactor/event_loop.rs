@@ -357,8 +357,8 @@ impl<H: Handler> EventLoop<H> {
     fn add(&mut self, stream: TcpStream, peer: SocketAddr, open: OpenGuard, now: Instant) {
         let key = self.conns.vacant_key();
         // Edge-triggered, a connection is armed for both directions once; every step reads until
-        // the socket is drained (or stops reading only to be driven again) and so never sleeps
-        // on bytes already there.
+        // the socket says EAGAIN (or stops reading only to be driven again) and so never sleeps
+        // on bytes, or an end of input, already there.
         let socket = if self.edge {
             Registered::edge(self.poller.clone(), stream, Event::all(key))
         } else {

@@ -9,8 +9,8 @@
 //! poller supports it the registration is edge-triggered and never re-armed: parking costs no
 //! system call. An event for a connection that is not parked (bytes that arrived while a worker
 //! served it) is remembered, and its next park returns it to that worker to serve again. The worker
-//! parks a connection only once a short read showed its socket drained, so every byte still to
-//! come raises an event of its own.
+//! parks a connection only once a read found its socket empty (EAGAIN), so every byte still to
+//! come, and the end of input, raises an event of its own.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -193,7 +193,7 @@ impl Parker {
     }
 
     /// Whether parked connections are registered edge-triggered: then a worker must see the
-    /// socket drained (a short read) before it parks a connection.
+    /// socket empty (a read that says EAGAIN) before it parks a connection.
     pub(crate) fn edge(&self) -> bool {
         self.edge
     }

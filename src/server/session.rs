@@ -111,8 +111,10 @@ pub(crate) fn drive<H: Handler>(
     if session.deadline().is_some_and(|d| d <= now) {
         session.conn.expire(sock, buf, now);
     }
-    // Reads until a short read, which shows the socket drained, as edge-triggered parking needs.
-    session.turn = match session.conn.drive(sock, buf, now) {
+    // An edge-triggered parker needs the socket read until EAGAIN; re-arming a oneshot
+    // registration checks readiness, so there a short read may end the turn.
+    let level = shared.parker.as_ref().is_none_or(|p| !p.edge());
+    session.turn = match session.conn.drive(sock, buf, now, level) {
         WsNext::Wait { write, deadline } => Turn::Wait { write, deadline },
         // The message budget ran out: the worker queues it behind the others.
         WsNext::Again => Turn::More {

@@ -17,7 +17,7 @@ use super::session::{self, Session};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard};
 use crate::handler::{Answer, answer};
-use crate::http::body::{BodyEnd, BodyReader, Decoder, Source};
+use crate::http::body::{BodyEnd, BodyReader, Source};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
 use crate::http::request::RequestHead;
@@ -269,9 +269,6 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
     // The parker's hand-over may be an event for bytes already read: the first read then finds
     // nothing, and the connection parks again rather than holding this worker.
     let mut woken = conn.woken;
-    // The last read returned less than it was offered, i.e. the socket was drained then; an
-    // edge-triggered parker may only take a drained connection.
-    let mut drained = false;
     loop {
         let stream = conn.stream();
         // 1. The request head.
@@ -289,7 +286,6 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             // Shutdown interrupts a wait for a new request, never a request under way.
             let cancel = (!started).then_some(shutting_down);
             let spare = s.read.spare(cfg.limits.max_head_bytes);
-            let offered = spare.len();
             let got = if std::mem::take(&mut woken) && !started {
                 match io::read_now(stream, spare) {
                     Ok(Some(n)) => Ok(n),
@@ -301,10 +297,7 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             };
             match got {
                 Ok(0) => return None,
-                Ok(n) => {
-                    drained = n < offered;
-                    s.read.filled_by(n);
-                }
+                Ok(n) => s.read.filled_by(n),
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut && started => {
                     fail(stream, &mut http, &mut s.write, 408, cfg);
                     return None;
@@ -314,10 +307,6 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
         };
 
         // 2. The handler, with the body streamed from the socket.
-        if !matches!(decoder, Decoder::Done) {
-            // Body reads may leave bytes in the socket.
-            drained = false;
-        }
         let source = SocketSource {
             stream,
             out: &mut s.write,
@@ -433,17 +422,17 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 (Some(_), linger) if linger > Duration::ZERO => {
                     io::wait(stream, false, now + linger, Some(shutting_down))
                 }
-                (Some(parker), _) if drained || !parker.edge() => return Some(conn),
+                (Some(parker), _) if !parker.edge() => return Some(conn),
                 (Some(_), _) => {
-                    // Edge-triggered parking needs a drained socket: bytes that arrived before
-                    // the last event was taken would raise no new one.
-                    let spare = s.read.spare(cfg.limits.max_head_bytes);
-                    let offered = spare.len();
-                    match io::read_now(stream, spare) {
+                    // Edge-triggered parking needs a socket a read found empty (EAGAIN): bytes
+                    // that arrived before the last event was taken raise no new one, and a read
+                    // that came back short does not prove it, since the end of input may have
+                    // come with the last bytes (only a further read returns it, and `polling`
+                    // does not report EPOLLRDHUP).
+                    match io::read_now(stream, s.read.spare(cfg.limits.max_head_bytes)) {
                         Ok(None) => return Some(conn),
                         Ok(Some(0)) | Err(_) => return None,
                         Ok(Some(n)) => {
-                            drained = n < offered;
                             s.read.filled_by(n);
                             Ok(())
                         }
