@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use polling::{Event, PollMode, Poller};
 
-/// A socket registered with a poller (oneshot unless made with [`Registered::edge`]), deleted from
-/// it on drop.
+/// A socket registered with a poller (oneshot unless made with [`Registered::edge`] or
+/// [`Registered::level`]), deleted from it on drop.
 #[derive(Debug)]
 pub(crate) struct Registered<S: AsFd + AsRawFd> {
     // Field order: `source` must outlive the registration, so it is dropped after `drop` runs.
@@ -36,6 +36,24 @@ impl<S: AsFd + AsRawFd> Registered<S> {
         // registered.
         unsafe { poller.add_with_mode(source.as_raw_fd(), interest, PollMode::Edge)? };
         Ok(Registered { source, poller })
+    }
+
+    /// Registers `source` level-triggered for `interest`, for pollers that
+    /// [support it](Poller::supports_level): reported at every wait while it is ready, so a
+    /// short read may end reading (what is left, the end of input too, is reported again), and
+    /// its owner must change the interest to what it waits for ([`Registered::set_level`]).
+    pub(crate) fn level(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
+        // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
+        // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
+        // registered.
+        unsafe { poller.add_with_mode(source.as_raw_fd(), interest, PollMode::Level)? };
+        Ok(Registered { source, poller })
+    }
+
+    /// Changes a level-triggered registration's interest (it stays level-triggered).
+    pub(crate) fn set_level(&self, interest: Event) -> io::Result<()> {
+        self.poller
+            .modify_with_mode(self.source.as_fd(), interest, PollMode::Level)
     }
 
     /// Re-arms the oneshot registration.

@@ -136,7 +136,18 @@ pub(crate) struct Connection {
     served: u64,
     /// The deadline currently in the loop's timer set.
     pub(crate) deadline: Option<Instant>,
+    /// What its level-triggered registration is armed for.
+    pub(crate) armed: Armed,
+    /// A readable event came while it did not read: at the next, reading is disarmed.
+    pub(crate) stray: bool,
     _open: OpenGuard,
+}
+
+/// The directions a registration reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Armed {
+    pub(crate) read: bool,
+    pub(crate) write: bool,
 }
 
 impl Connection {
@@ -162,6 +173,11 @@ impl Connection {
             head_start: now,
             served: 0,
             deadline: None,
+            armed: Armed {
+                read: true,
+                write: false,
+            },
+            stray: false,
             _open: open,
         }
     }
@@ -333,6 +349,13 @@ impl Connection {
 
     fn drive_http<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let mut budget = REQUEST_BUDGET;
+        // Set when a read in this step came back shorter than the space offered: the socket's
+        // receive queue is empty, so the next read would only say EAGAIN. Waiting instead is
+        // safe with level-triggered and oneshot registrations: bytes, or the end of input, left
+        // in the socket (the end may come with the last bytes and only a further read returns
+        // it) are reported at the next wait. An edge-triggered registration would not report
+        // them again.
+        let mut drained = false;
         loop {
             if self.switched() {
                 return Next::Again;
@@ -392,14 +415,13 @@ impl Connection {
                 Ok(false) => return self.wait(false, true, cx),
                 Err(()) => return Next::Close,
             }
-            // Reads go on until the socket says EAGAIN, even after a read that came back
-            // shorter than the space offered: the end of input may have arrived with the last
-            // bytes, reported by the same edge, and only a further read returns it (tokio can
-            // stop at a short read because mio also asks for EPOLLRDHUP, which `polling` does
-            // not expose). Waiting then would leave a client that half-closed after its
-            // request waiting for our close until the idle timeout.
-            match self.fill(cx) {
-                Fill::Got => {}
+            let filled = if drained {
+                Fill::WouldBlock
+            } else {
+                self.fill(cx)
+            };
+            match filled {
+                Fill::Got { short } => drained = short,
                 Fill::WouldBlock => {
                     self.release_idle(cx.pools);
                     return self.wait(true, false, cx);
@@ -673,11 +695,12 @@ impl Connection {
             return match stream.read(spare) {
                 Ok(0) => Fill::Closed,
                 Ok(n) => {
+                    let short = n < spare.len();
                     buf.filled_by(n);
                     if was_empty && matches!(self.phase, Phase::Head) {
                         self.head_start = cx.now;
                     }
-                    Fill::Got
+                    Fill::Got { short }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -708,8 +731,10 @@ impl Connection {
 }
 
 enum Fill {
-    /// Bytes arrived.
-    Got,
+    /// Bytes arrived; `short` when fewer than the space offered (the socket is drained).
+    Got {
+        short: bool,
+    },
     WouldBlock,
     Closed,
 }

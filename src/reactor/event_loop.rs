@@ -66,9 +66,9 @@ pub(crate) struct EventLoop<H> {
     again: Vec<usize>,
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
-    /// Connections are registered edge-triggered (epoll, kqueue): armed once, never re-armed.
-    /// Otherwise oneshot, re-armed after each wait.
-    edge: bool,
+    /// Connections are registered level-triggered (epoll, kqueue), their interest changed only
+    /// when what they wait for changes. Otherwise oneshot, re-armed after each wait.
+    level: bool,
     stopping: bool,
 }
 
@@ -99,7 +99,7 @@ impl<H: Handler> EventLoop<H> {
             accepted: parts.accepted,
             again: Vec::new(),
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
-            edge: parts.poller.supports_edge(),
+            level: parts.poller.supports_level(),
             stopping: false,
         })
     }
@@ -133,7 +133,7 @@ impl<H: Handler> EventLoop<H> {
                 if ev.key == LISTENER {
                     self.accept(now);
                 } else {
-                    self.ready(ev.key, now);
+                    self.ready(ev.key, now, ev.readable);
                 }
             }
             self.accepted.take(&mut accepted);
@@ -150,12 +150,12 @@ impl<H: Handler> EventLoop<H> {
             self.wakes.take(&mut woken);
             for (key, id) in woken.drain(..) {
                 if self.conns.get(key).is_some_and(|c| c.id == id) {
-                    self.ready(key, now);
+                    self.ready(key, now, false);
                 }
             }
             std::mem::swap(&mut again, &mut self.again);
             for key in again.drain(..) {
-                self.ready(key, now);
+                self.ready(key, now, false);
             }
             self.expire(now);
             if self.stopping && self.conns.is_empty() {
@@ -181,13 +181,14 @@ impl<H: Handler> EventLoop<H> {
         )
     }
 
-    fn ready(&mut self, key: usize, now: Instant) {
+    /// Drives a connection; `readable` when a readable event (or a hang-up) brought it here.
+    fn ready(&mut self, key: usize, now: Instant, readable: bool) {
         let (mut cx, conns) = self.cx(now, key);
         let Some(conn) = conns.get_mut(key) else {
             return;
         };
         let next = conn.drive(&mut cx);
-        self.apply(key, next);
+        self.apply(key, next, readable);
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
@@ -203,7 +204,7 @@ impl<H: Handler> EventLoop<H> {
                     Some(conn) if conn.id == id => {
                         conn.complete(head, answered, &mut cx);
                         let next = conn.drive(&mut cx);
-                        self.apply(key, next);
+                        self.apply(key, next, false);
                     }
                     _ => cx.pools.give_head(head),
                 }
@@ -213,7 +214,7 @@ impl<H: Handler> EventLoop<H> {
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {
                         let next = conn.ws_complete(calls, &mut cx);
-                        self.apply(key, next);
+                        self.apply(key, next, false);
                     }
                     // The connection went while its handler was away: `on_close` is still due.
                     _ => {
@@ -228,8 +229,8 @@ impl<H: Handler> EventLoop<H> {
         }
     }
 
-    /// Carries out what a connection's step decided: re-arm with a deadline, run again, close.
-    fn apply(&mut self, key: usize, next: Next) {
+    /// Carries out what a connection's step decided: wait with a deadline, run again, close.
+    fn apply(&mut self, key: usize, next: Next, readable: bool) {
         match next {
             Next::Close => self.close(key),
             Next::Again => self.again.push(key),
@@ -273,8 +274,41 @@ impl<H: Handler> EventLoop<H> {
                     self.close(key);
                     return;
                 }
-                if !self.edge
-                    && (read || write)
+                if self.level {
+                    // Interest follows what the connection waits for, but reading is dropped
+                    // lazily: only when readable events keep coming while it does not read (a
+                    // request on the pool, a response streaming out, output backed up), which
+                    // would otherwise be reported at every wait. Dropping it at once would cost
+                    // two `epoll_ctl` per pooled request.
+                    let mut armed = conn.armed;
+                    armed.write = write;
+                    if read {
+                        armed.read = true;
+                        conn.stray = false;
+                    } else if readable {
+                        if !conn.armed.read {
+                            // Nothing asked for, yet reported: a hang-up or an error, reported
+                            // at every wait. The peer is gone.
+                            self.close(key);
+                            return;
+                        }
+                        if conn.stray {
+                            armed.read = false;
+                        }
+                        conn.stray = true;
+                    }
+                    if armed != conn.armed {
+                        if conn
+                            .socket()
+                            .set_level(interest(key, armed.read, armed.write))
+                            .is_err()
+                        {
+                            self.close(key);
+                            return;
+                        }
+                        conn.armed = armed;
+                    }
+                } else if (read || write)
                     && conn.socket().rearm(interest(key, read, write)).is_err()
                 {
                     self.close(key);
@@ -308,7 +342,7 @@ impl<H: Handler> EventLoop<H> {
             if let Some(conn) = self.conns.get_mut(key) {
                 conn.deadline = None;
                 if conn.expire(&mut self.pools, now) {
-                    self.ready(key, now);
+                    self.ready(key, now, false);
                     continue;
                 }
             }
@@ -356,11 +390,11 @@ impl<H: Handler> EventLoop<H> {
     /// Registers a new connection, armed for its first request.
     fn add(&mut self, stream: TcpStream, peer: SocketAddr, open: OpenGuard, now: Instant) {
         let key = self.conns.vacant_key();
-        // Edge-triggered, a connection is armed for both directions once; every step reads until
-        // the socket says EAGAIN (or stops reading only to be driven again) and so never sleeps
-        // on bytes, or an end of input, already there.
-        let socket = if self.edge {
-            Registered::edge(self.poller.clone(), stream, Event::all(key))
+        // Level-triggered, a connection waits for input from the start and its interest changes
+        // only with what it waits for; bytes, or an end of input, left in the socket are
+        // reported again at the next wait, so a step may stop at a short read.
+        let socket = if self.level {
+            Registered::level(self.poller.clone(), stream, Event::readable(key))
         } else {
             Registered::new(self.poller.clone(), stream, Event::readable(key))
         };
@@ -382,16 +416,17 @@ impl<H: Handler> EventLoop<H> {
         self.listener = None;
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         for key in keys {
-            self.ready(key, now);
+            self.ready(key, now, false);
         }
     }
 }
 
-/// The one place interest is computed for re-arming a oneshot registration.
+/// The one place interest is computed for a registration.
 fn interest(key: usize, read: bool, write: bool) -> Event {
     match (read, write) {
         (true, true) => Event::all(key),
         (false, true) => Event::writable(key),
-        _ => Event::readable(key),
+        (true, false) => Event::readable(key),
+        (false, false) => Event::none(key),
     }
 }
