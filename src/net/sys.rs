@@ -30,6 +30,7 @@ impl<S: AsFd + AsRawFd> Registered<S> {
     /// Registers `source` edge-triggered for `interest`; for pollers that
     /// [support it](Poller::supports_edge) (epoll, kqueue). It stays armed, so it is never
     /// re-armed, and its owner must read until the socket says EAGAIN before it waits again.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn edge(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
         // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
         // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
