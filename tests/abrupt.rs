@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{Client, Config, Engine, TestServer, connect, start_with, thread_count};
+use support::{Client, Config, Engine, TestServer, connect, read_head, start_with, thread_count};
 use twinhttp::sse::SseSender;
 use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
@@ -50,21 +50,10 @@ fn storm_app(senders: Senders) -> impl Fn(&mut Request<'_>) -> Response + Send +
     }
 }
 
-/// Reads a response head byte by byte (so nothing after it is consumed).
-fn read_head(s: &mut TcpStream) -> Vec<u8> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte).expect("response head");
-        head.push(byte[0]);
-    }
-    head
-}
-
 fn websocket(addr: SocketAddr) -> TcpStream {
     let mut s = connect(addr);
     s.write_all(UPGRADE).expect("upgrade");
-    assert!(read_head(&mut s).starts_with(b"HTTP/1.1 101 "));
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
     s
 }
 
@@ -118,7 +107,7 @@ fn vanish(addr: SocketAddr, kind: usize) {
             let mut s = connect(addr);
             s.write_all(b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
                 .expect("subscribe");
-            assert!(read_head(&mut s).starts_with(b"HTTP/1.1 200 "));
+            assert!(read_head(&mut s).starts_with("HTTP/1.1 200 "));
         }
         9 => {
             let _ = connect(addr).write_all(b"GET /sleep?ms=30 HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -138,7 +127,7 @@ fn vanish(addr: SocketAddr, kind: usize) {
             let mut s = connect(addr);
             s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
                 .expect("request");
-            assert!(read_head(&mut s).starts_with(b"HTTP/1.1 200 "));
+            assert!(read_head(&mut s).starts_with("HTTP/1.1 200 "));
         }
         _ => {
             let mut s = websocket(addr);

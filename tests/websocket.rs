@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{Config, Engine, TestServer, connect, probe, start, start_with};
+use support::{Config, Engine, TestServer, connect, probe, read_head, start, start_with};
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Message, WebSocket};
@@ -75,19 +75,6 @@ fn client(addr: SocketAddr, path: &str) -> WebSocket<TcpStream> {
         tungstenite::client(format!("ws://{addr}{path}"), connect(addr)).expect("handshake");
     assert_eq!(resp.status(), 101);
     ws
-}
-
-/// Reads a response head off `s` (a 101 has no body to frame).
-fn read_head(s: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 fn close_code(ws: &mut WebSocket<TcpStream>) -> Option<CloseCode> {

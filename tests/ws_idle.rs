@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{Config, Engine, connect, raise_fd_limit, start_with, thread_count};
+use support::{Config, Engine, connect, raise_fd_limit, read_head, start_with, thread_count};
 use twinhttp::sse::{Event, SseSender};
 use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
@@ -30,13 +30,7 @@ fn open(addr: std::net::SocketAddr) -> TcpStream {
           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
     )
     .expect("send");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte).expect("101");
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101 "));
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
     s
 }
 

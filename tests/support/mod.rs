@@ -201,6 +201,20 @@ pub fn app(req: &mut Request<'_>) -> Response {
     }
 }
 
+/// Reads a response head off `s` byte by byte, so nothing after it is consumed (a 101 has no body
+/// to frame); stops early at the end of the stream.
+pub fn read_head(s: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
 /// A client socket with a read timeout, so a broken server fails a test instead of hanging it.
 pub fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
