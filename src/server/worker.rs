@@ -408,9 +408,9 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             flush(stream, &mut s.write, cfg.write_timeout).ok()?;
         }
 
-        // 4. The next request: already buffered (pipelined), or wait for it. No speculative
-        // read first: for a client that waits for each response it would only return EAGAIN,
-        // and arming the poller reports bytes that are already there at once.
+        // 4. The next request: already buffered (pipelined), or wait for it. Waiting on the
+        // socket or re-arming a oneshot registration reports bytes already there at once, so
+        // those need no read first; only edge-triggered parking reads until EAGAIN (below).
         if s.read.is_empty() {
             flush(stream, &mut s.write, cfg.write_timeout).ok()?;
             if shutting_down.load(Ordering::Acquire) {
