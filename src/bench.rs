@@ -5,7 +5,7 @@ use std::io::{self, Read};
 use crate::handler::answer;
 use crate::http::body::{BodyReader, Decoder, Source};
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{Conn, State};
+use crate::http::conn::Conn;
 use crate::http::parse::parse_head;
 use crate::http::request::{BodyFraming, RequestHead};
 use crate::{Handler, Limits};
@@ -116,7 +116,7 @@ impl Pipeline {
                 &mut self.out,
             );
             answered += 1;
-            if self.conn.state() == State::Closing || (self.buf.is_empty() && rest.is_empty()) {
+            if self.conn.is_closing() || (self.buf.is_empty() && rest.is_empty()) {
                 return answered;
             }
         }

@@ -179,9 +179,9 @@ pub(crate) fn spawn(
 /// Joins `threads`, giving up after `grace` ([`ErrorKind::ShutdownTimedOut`]; the rest are left
 /// to finish on their own).
 pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Result<(), Error> {
-    let deadline = Instant::now() + grace;
+    let deadline = crate::deadline::after(Instant::now(), grace);
     while threads.iter().any(|t| !t.is_finished()) {
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Error::new(ErrorKind::ShutdownTimedOut));
         }
         thread::sleep(Duration::from_millis(5));
@@ -221,12 +221,12 @@ impl Running {
     }
 
     pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
-        let deadline = Instant::now() + grace;
+        let deadline = crate::deadline::after(Instant::now(), grace);
         self.handle.shutdown();
         join_within(self.threads, grace)?;
         // Connection threads (WebSockets closing with 1001) finish on their own.
         while self.handle.control.detached_threads() > 0 {
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Error::new(ErrorKind::ShutdownTimedOut));
             }
             thread::sleep(Duration::from_millis(5));

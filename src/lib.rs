@@ -60,6 +60,7 @@
 
 #[doc(hidden)]
 pub mod bench;
+mod deadline;
 mod engine;
 mod error;
 mod handler;

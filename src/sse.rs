@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::Response;
+use crate::deadline;
 use crate::engine::WakeFlag;
 use crate::http::conn::Encoder;
 use crate::http::response::{Body, BodyKind};
@@ -334,7 +335,11 @@ impl SseConn {
                 }
                 drop(q);
                 let beat = self.shared.config.heartbeat;
-                if self.out.is_empty() && beat.is_some_and(|b| now >= self.last_write + b) {
+                if self.out.is_empty()
+                    && beat
+                        .and_then(|b| deadline::after(self.last_write, b))
+                        .is_some_and(|d| now >= d)
+                {
                     self.encoder.encode(b":\n\n", &mut self.out);
                 }
             }
@@ -350,7 +355,8 @@ impl SseConn {
                 if self.shared.notified.settle(pending) {
                     continue;
                 }
-                let deadline = self.shared.config.heartbeat.map(|b| self.last_write + b);
+                let deadline = (self.shared.config.heartbeat)
+                    .and_then(|b| deadline::after(self.last_write, b));
                 return WsNext::Wait {
                     write: false,
                     deadline,
@@ -365,7 +371,7 @@ impl SseConn {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     return WsNext::Wait {
                         write: true,
-                        deadline: Some(now + Duration::from_secs(30)),
+                        deadline: deadline::after(now, Duration::from_secs(30)),
                     };
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -97,7 +97,24 @@ fn chunk_size_overflow_400(engine: Engine) {
     assert!(r.closes());
 }
 
+/// A client that sends its whole request before reading gets the error response intact: the
+/// server closes lingering (reads and drops what still comes) instead of resetting the
+/// connection under the client's writes. 8 MB is more than loopback's socket buffers hold, so
+/// the server answers while the client is still writing.
+fn a_huge_head_gets_its_431_intact(engine: Engine) {
+    let srv = start_with(engine, Config::default(), app);
+    let mut c = Client::new(srv.addr);
+    let mut req = b"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ".to_vec();
+    req.resize(8 << 20, b'a');
+    assert!(c.try_send(&req), "the whole 8 MB head was taken, not reset");
+    let r = c.response();
+    assert_eq!(r.status, 431);
+    assert!(r.closes());
+    assert!(c.is_closed());
+}
+
 engine_tests!(
+    a_huge_head_gets_its_431_intact,
     target_too_long_414,
     head_too_large_431,
     too_many_headers_431,

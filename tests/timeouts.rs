@@ -89,7 +89,38 @@ fn slow_body_times_out_without_killing_server(engine: Engine) {
     );
 }
 
+/// `Duration::MAX` is how a user says "never": every timeout set to it, the server serves and
+/// shuts down (deadlines saturate; nothing overflows an `Instant` and panics an engine thread).
+fn never_is_a_timeout(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            header_read_timeout: Duration::MAX,
+            idle_timeout: Duration::MAX,
+            read_timeout: Duration::MAX,
+            ..Config::default()
+        },
+        app,
+    );
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab");
+    c.send(b"cd");
+    assert_eq!(c.response().text(), "abcd");
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    drop(c);
+    let mut idle = Client::new(srv.addr);
+    assert_eq!(
+        idle.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    srv.shutdown(Duration::MAX).expect("shut down");
+}
+
 engine_tests!(
+    never_is_a_timeout,
     trickled_head_gets_408,
     idle_keep_alive_is_closed,
     silent_connection_is_dropped,

@@ -20,10 +20,21 @@ pub(crate) enum State {
     Head,
     /// A request was parsed and its response is being produced.
     Responding,
-    /// The response being written is the last: close once it is out.
-    Closing,
+    /// The response being written is the last: close once it is out, as [`Close`] says.
+    Closing(Close),
     /// `101 Switching Protocols` was written: the connection now speaks another protocol.
     Switched,
+}
+
+/// How a connection ends once its last response is out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// The exchange ended cleanly: close.
+    Now,
+    /// Framing is lost (an error was answered, a request body was left unread): shut the write
+    /// side and read what the client still sends before closing ([`crate::http::linger`]), so
+    /// that closing with unread input does not reset the connection and destroy the response.
+    Linger,
 }
 
 /// What is left to do after a response head (and any full body) was written.
@@ -113,7 +124,7 @@ impl Conn {
             }
             Ok(None) => Ok(None),
             Err(e) => {
-                self.state = State::Closing;
+                self.state = State::Closing(Close::Linger);
                 Err(e)
             }
         }
@@ -197,10 +208,10 @@ impl Conn {
             out.extend_from_slice(b"Connection: keep-alive\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        self.state = if keep_alive {
-            State::Head
-        } else {
-            State::Closing
+        self.state = match (keep_alive, body_in_sync) {
+            (true, _) => State::Head,
+            (false, true) => State::Closing(Close::Now),
+            (false, false) => State::Closing(Close::Linger),
         };
         encoder
     }
@@ -277,12 +288,33 @@ impl Conn {
 
     /// Marks the connection as closing after a response body could not be completed.
     pub(crate) fn abort(&mut self) {
-        self.state = State::Closing;
+        if !matches!(self.state, State::Closing(_)) {
+            self.state = State::Closing(Close::Now);
+        }
     }
 
-    /// Writes a complete error response that closes the connection.
+    /// True once the response being written is the last.
+    pub(crate) fn is_closing(&self) -> bool {
+        matches!(self.state, State::Closing(_))
+    }
+
+    /// The deadline for a request passed. Once any of it came (`started`: part of a head, or a
+    /// head and part of its body) the client is answered `408` and the close lingers; a
+    /// connection that sent nothing of its next request just closes.
+    pub(crate) fn request_timed_out(&mut self, started: bool, out: &mut Vec<u8>) -> Close {
+        if started {
+            self.write_error(408, out);
+            Close::Linger
+        } else {
+            self.state = State::Closing(Close::Now);
+            Close::Now
+        }
+    }
+
+    /// Writes a complete error response that closes the connection, lingering: the client may
+    /// still be sending the request that failed.
     pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>) {
-        self.state = State::Closing;
+        self.state = State::Closing(Close::Linger);
         let text = reason(status);
         status_line(out, status);
         out.extend_from_slice(b"Date: ");
@@ -403,13 +435,13 @@ mod tests {
                 b"GET / HTTP/1.0\r\n\r\n",
                 Response::new(200).with_body(Body::chunks(std::iter::empty())),
                 "HTTP/1.1 200 OK\nConnection: close\n",
-                State::Closing,
+                State::Closing(Close::Now),
             ),
             (
                 b"GET / HTTP/1.0\r\n\r\n",
                 Response::text("hi"),
                 "HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 2\nConnection: close\n\nhi",
-                State::Closing,
+                State::Closing(Close::Now),
             ),
             (
                 b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
@@ -421,13 +453,13 @@ mod tests {
                 b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
                 Response::new(200),
                 "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
-                State::Closing,
+                State::Closing(Close::Now),
             ),
             (
                 GET11,
                 Response::new(200).with_header("Connection", "close"),
                 "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
-                State::Closing,
+                State::Closing(Close::Now),
             ),
             (
                 GET11,
@@ -480,7 +512,7 @@ mod tests {
         let _ = conn.recv_head(&mut buf, &mut head, &Limits::default());
         let mut out = Vec::new();
         conn.write_head(&head, &Response::new(200), false, false, &mut out);
-        assert_eq!(conn.state(), State::Closing);
+        assert_eq!(conn.state(), State::Closing(Close::Linger));
         assert!(String::from_utf8_lossy(&out).contains("Connection: close\r\n"));
     }
 
@@ -498,7 +530,7 @@ mod tests {
             s.ends_with("Connection: close\r\n\r\nRequest Header Fields Too Large"),
             "{s}"
         );
-        assert_eq!(conn.state(), State::Closing);
+        assert_eq!(conn.state(), State::Closing(Close::Linger));
     }
 }
 
@@ -560,7 +592,7 @@ mod proptests {
             let resp = Response::text(body);
             conn.write_head(&head, &resp, ok, false, &mut out);
             answered += 1;
-            if conn.state() == State::Closing {
+            if conn.is_closing() {
                 return answered;
             }
         }

@@ -6,6 +6,7 @@ pub(crate) mod buf;
 pub(crate) mod conn;
 pub(crate) mod date;
 pub(crate) mod file;
+pub(crate) mod linger;
 pub(crate) mod parse;
 pub(crate) mod request;
 pub(crate) mod response;

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
+use crate::deadline;
+use crate::http::linger::Linger;
+
 /// How long one wait may sleep before looking at a cancel flag again.
 const CANCEL_CHECK: Duration = Duration::from_millis(100);
 
@@ -23,11 +26,12 @@ pub(crate) enum Interrupt {
     Cancelled,
 }
 
-/// Waits until `stream` is readable (or writable), the deadline passes, or `cancel` is set.
+/// Waits until `stream` is readable (or writable), the deadline passes (`None`: never), or
+/// `cancel` is set.
 pub(crate) fn wait(
     stream: &TcpStream,
     writable: bool,
-    deadline: Instant,
+    deadline: Option<Instant>,
     cancel: Option<&AtomicBool>,
 ) -> Result<(), Interrupt> {
     let flags = if writable {
@@ -40,19 +44,19 @@ pub(crate) fn wait(
             return Err(Interrupt::Cancelled);
         }
         let now = Instant::now();
-        if now >= deadline {
+        if deadline.is_some_and(|d| now >= d) {
             return Err(Interrupt::TimedOut);
         }
-        let mut slice = deadline - now;
+        let mut slice = deadline.map(|d| d - now);
         if cancel.is_some() {
-            slice = slice.min(CANCEL_CHECK);
+            slice = Some(slice.map_or(CANCEL_CHECK, |s| s.min(CANCEL_CHECK)));
         }
-        let timeout = Timespec {
+        let timeout = slice.map(|slice| Timespec {
             tv_sec: i64::try_from(slice.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(slice.subsec_nanos()),
-        };
+        });
         let mut fds = [PollFd::new(stream, flags)];
-        match poll(&mut fds, Some(&timeout)) {
+        match poll(&mut fds, timeout.as_ref()) {
             Ok(n) if n > 0 => return Ok(()),
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             // poll on one valid descriptor does not fail otherwise; treat as ready and let the
@@ -66,11 +70,11 @@ fn timed_out() -> io::Error {
     io::Error::from(ErrorKind::TimedOut)
 }
 
-/// Reads into `buf`, waiting until `deadline`. `Ok(0)` is end of stream.
+/// Reads into `buf`, waiting until `deadline` (`None`: no limit). `Ok(0)` is end of stream.
 pub(crate) fn read(
     mut stream: &TcpStream,
     buf: &mut [u8],
-    deadline: Instant,
+    deadline: Option<Instant>,
     cancel: Option<&AtomicBool>,
 ) -> io::Result<usize> {
     loop {
@@ -103,7 +107,7 @@ pub(crate) fn read_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<Opt
 pub(crate) fn write_all(
     mut stream: &TcpStream,
     mut data: &[u8],
-    deadline: Instant,
+    deadline: Option<Instant>,
 ) -> io::Result<()> {
     while !data.is_empty() {
         match stream.write(data) {
@@ -126,23 +130,37 @@ pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, timeout: Duration) ->
     if out.is_empty() {
         return Ok(());
     }
-    let r = write_all(stream, out, Instant::now() + timeout);
+    let r = write_all(stream, out, deadline::after(Instant::now(), timeout));
     out.clear();
     r
 }
 
-/// Closes after a final response without destroying it: shut the write side, then read and
-/// discard what the peer is still sending (bounded in bytes and time) so the kernel does not
-/// answer unread input with a reset that would discard the response in flight.
-pub(crate) fn linger_close(stream: &TcpStream, budget: Duration) {
+/// Closes after a final response without destroying it, blocking (thread per connection): shut
+/// the write side, then read and drop what the peer is still sending, as long as
+/// [`Linger`] allows, so the kernel does not answer unread input with a reset that would
+/// discard the response in flight.
+pub(crate) fn linger_close(stream: &TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
-    let deadline = Instant::now() + budget;
+    let mut linger = Linger::new(Instant::now());
     let mut scratch = [0u8; 4096];
-    let mut left: usize = 256 * 1024;
-    while left > 0 {
-        match read(stream, &mut scratch, deadline, None) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => left = left.saturating_sub(n),
+    loop {
+        match read(stream, &mut scratch, linger.deadline(), None) {
+            Ok(n) if linger.dropped(n) => {}
+            _ => break,
+        }
+    }
+}
+
+/// One step of a lingering close on a non-blocking socket: reads and drops what the peer sent
+/// until the socket is empty (true: wait for more) or the lingering is over (false: close,
+/// because the peer closed, the read failed or the byte budget is spent).
+pub(crate) fn drain(stream: &TcpStream, linger: &mut Linger) -> bool {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match read_now(stream, &mut scratch) {
+            Ok(Some(n)) if linger.dropped(n) => {}
+            Ok(None) => return true,
+            Ok(Some(_)) | Err(_) => return false,
         }
     }
 }
@@ -164,7 +182,7 @@ pub(crate) fn send_file(
             Ok(0) => return false,
             Ok(n) => left = left.saturating_sub(n as u64),
             Err(rustix::io::Errno::AGAIN) => {
-                if wait(stream, true, Instant::now() + timeout, None).is_err() {
+                if wait(stream, true, deadline::after(Instant::now(), timeout), None).is_err() {
                     return false;
                 }
             }
@@ -190,7 +208,13 @@ pub(crate) fn send_file(
         match file.read(&mut piece[..want]) {
             Ok(0) | Err(_) => return false,
             Ok(n) => {
-                if write_all(stream, &piece[..n], Instant::now() + timeout).is_err() {
+                if write_all(
+                    stream,
+                    &piece[..n],
+                    deadline::after(Instant::now(), timeout),
+                )
+                .is_err()
+                {
                     return false;
                 }
                 left -= n as u64;

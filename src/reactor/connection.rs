@@ -15,13 +15,16 @@ use super::inbox::Inbox;
 use super::pool::{Job, PoolSender};
 use super::pools::Pools;
 use crate::Handler;
+use crate::deadline;
 use crate::engine::OpenGuard;
 use crate::handler::{Answer, answer};
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
+use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
+use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
+use crate::net::io;
 use crate::net::sys::Registered;
 use crate::sse::SseConn;
 use crate::ws::{Calls, Upgrade, Wake, WsConn, WsIo, WsNext, WsSender};
@@ -100,6 +103,9 @@ enum Phase {
     /// A generic upgrade: once the 101 is out, the connection leaves the loop. (Boxed: every
     /// connection's slab slot is as large as the largest phase.)
     Detach(Option<Box<Upgrade>>),
+    /// The last response is out and the write side shut; what the client still sends is read
+    /// and dropped until it closes (a lingering close, as the core decided).
+    Linger(Linger),
 }
 
 /// A response body being produced piece by piece as the socket takes it.
@@ -198,6 +204,9 @@ impl Connection {
     /// batched: output is written before waiting for input, when it passes
     /// `max_pipeline_output`, and when the budget runs out.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        if let Phase::Linger(linger) = &mut self.phase {
+            return Self::drain(self.socket.get(), linger);
+        }
         if !self.switched() {
             let next = self.drive_http(cx);
             if !self.switched() {
@@ -363,7 +372,7 @@ impl Connection {
             // A streamed body, a close or a pool request in flight: nothing more is parsed until
             // it is done, so responses stay in order.
             if self.streaming.is_some()
-                || self.http.state() == State::Closing
+                || self.http.is_closing()
                 || matches!(self.phase, Phase::Dispatched)
             {
                 match self.flush() {
@@ -374,8 +383,10 @@ impl Connection {
                 if self.stream_step() {
                     continue;
                 }
-                if self.http.state() == State::Closing {
-                    return Next::Close;
+                match self.http.state() {
+                    State::Closing(Close::Now) => return Next::Close,
+                    State::Closing(Close::Linger) => return self.linger(cx),
+                    _ => {}
                 }
                 return Next::Wait {
                     read: false,
@@ -431,29 +442,63 @@ impl Connection {
         }
     }
 
-    /// A deadline passed. A WebSocket handles its own timers (true: drive it again); for HTTP
-    /// a partial head gets 408, everything else is just closed (false).
+    /// A deadline passed. A WebSocket handles its own timers and an event stream's heartbeat is
+    /// due (true: drive it again). For HTTP the core decides: a request under way gets `408` and
+    /// a lingering close (true: drive it to write that and linger); otherwise it closes (false).
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
-        if let Phase::Ws(ws) = &mut self.phase {
-            let buf = self.read.get_or_insert_with(|| pools.ws_read());
-            ws.expire(&mut WsIo::new(self.socket.get(), buf), now);
-            return true;
+        match &mut self.phase {
+            Phase::Ws(ws) => {
+                let buf = self.read.get_or_insert_with(|| pools.ws_read());
+                ws.expire(&mut WsIo::new(self.socket.get(), buf), now);
+                return true;
+            }
+            Phase::Sse(_) => return true,
+            Phase::Head | Phase::Body { .. } => {}
+            Phase::Dispatched | Phase::Detach(_) | Phase::Linger(_) => {
+                self.release_all(pools);
+                return false;
+            }
         }
-        if let Phase::Sse(_) = self.phase {
-            // A heartbeat is due.
-            return true;
-        }
-        let partial_head =
-            matches!(self.phase, Phase::Head) && self.read.as_ref().is_some_and(|b| !b.is_empty());
-        if partial_head && self.streaming.is_none() && self.write.as_ref().is_none_or(Vec::is_empty)
-        {
+        let receiving = self.streaming.is_none()
+            && !self.http.is_closing()
+            && self.write.as_ref().is_none_or(Vec::is_empty);
+        if receiving {
+            let started = matches!(self.phase, Phase::Body { .. })
+                || self.read.as_ref().is_some_and(|b| !b.is_empty());
             let mut out = self.write.take().unwrap_or_else(|| pools.write());
-            self.http.write_error(408, &mut out);
+            let close = self.http.request_timed_out(started, &mut out);
             self.write = Some(out);
-            let _ = self.flush();
+            if close == Close::Linger {
+                return true;
+            }
         }
         self.release_all(pools);
         false
+    }
+
+    /// Starts a lingering close once the last response is out: the write side is shut, the
+    /// buffers go back, and what the client still sends is dropped.
+    fn linger<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let _ = self.socket.get().shutdown(std::net::Shutdown::Write);
+        self.release_all(cx.pools);
+        self.phase = Phase::Linger(Linger::new(cx.now));
+        match &mut self.phase {
+            Phase::Linger(linger) => Self::drain(self.socket.get(), linger),
+            _ => Next::Close,
+        }
+    }
+
+    /// One step of a lingering close: drop what came, wait for more until its deadline.
+    fn drain(stream: &TcpStream, linger: &mut Linger) -> Next {
+        if io::drain(stream, linger) {
+            Next::Wait {
+                read: true,
+                write: false,
+                deadline: linger.deadline(),
+            }
+        } else {
+            Next::Close
+        }
     }
 
     /// Gives every pooled item back (the connection is closing).
@@ -483,10 +528,17 @@ impl Connection {
     fn wait<H>(&self, read: bool, write: bool, cx: &Cx<'_, H>) -> Next {
         let cfg = cx.cfg;
         let deadline = if write {
-            cx.now + cfg.write_timeout
+            deadline::after(cx.now, cfg.write_timeout)
         } else {
             match &self.phase {
-                Phase::Body { .. } => self.since + cfg.read_timeout,
+                Phase::Body { .. } => deadline::after(self.since, cfg.read_timeout),
+                Phase::Linger(linger) => {
+                    return Next::Wait {
+                        read,
+                        write,
+                        deadline: linger.deadline(),
+                    };
+                }
                 Phase::Dispatched | Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_) => {
                     return Next::Wait {
                         read,
@@ -495,16 +547,18 @@ impl Connection {
                     };
                 }
                 Phase::Head if self.read.as_ref().is_some_and(|b| !b.is_empty()) => {
-                    self.head_start + cfg.header_read_timeout
+                    deadline::after(self.head_start, cfg.header_read_timeout)
                 }
-                Phase::Head if self.served == 0 => self.since + cfg.header_read_timeout,
-                Phase::Head => self.since + cfg.idle_timeout,
+                Phase::Head if self.served == 0 => {
+                    deadline::after(self.since, cfg.header_read_timeout)
+                }
+                Phase::Head => deadline::after(self.since, cfg.idle_timeout),
             }
         };
         Next::Wait {
             read,
             write,
-            deadline: Some(deadline),
+            deadline,
         }
     }
 
@@ -616,7 +670,11 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched | Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_) => Step::NeedInput,
+            Phase::Dispatched
+            | Phase::Ws(_)
+            | Phase::Sse(_)
+            | Phase::Detach(_)
+            | Phase::Linger(_) => Step::NeedInput,
         }
     }
 

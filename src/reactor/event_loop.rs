@@ -403,9 +403,10 @@ impl<H: Handler> EventLoop<H> {
         };
         self.next_id += 1;
         let mut conn = Connection::new(socket, self.next_id, peer, now, open);
-        let deadline = now + self.cfg.header_read_timeout;
-        conn.deadline = Some(deadline);
-        self.timers.insert((deadline, key));
+        conn.deadline = crate::deadline::after(now, self.cfg.header_read_timeout);
+        if let Some(deadline) = conn.deadline {
+            self.timers.insert((deadline, key));
+        }
         self.conns.insert(conn);
     }
 

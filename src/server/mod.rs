@@ -21,6 +21,8 @@
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
 
+mod connection;
+mod head;
 mod park;
 mod session;
 mod worker;
@@ -175,8 +177,13 @@ impl Builder {
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::default());
         let parker = if self.park_idle {
+            let reads = head::HeadReads {
+                limits: self.limits,
+                header_read_timeout: self.header_read_timeout,
+                buffers: head::Buffers::new(self.workers.saturating_mul(2)),
+            };
             Some(Arc::new(park::Parker::new(
-                self.idle_timeout,
+                reads,
                 control.clone(),
                 tx.clone(),
             )?))
@@ -193,10 +200,20 @@ impl Builder {
         let acceptor = Acceptor::new(listener, control.clone(), self.max_connections)?;
         let waker = acceptor.waker();
         let queue = tx.clone();
+        let admit = parker.clone();
+        let header_read_timeout = self.header_read_timeout;
         threads.push(spawn("twinhttp-accept", move || {
-            // Blocks while the queue is full: backpressure into the kernel's accept backlog.
             acceptor.run(|stream, peer, open| {
-                drop(queue.send(worker::Job::new(stream, peer, open, Instant::now())));
+                let until = crate::deadline::after(Instant::now(), header_read_timeout);
+                let conn = connection::Connection::new(stream, peer, open, until);
+                match &admit {
+                    // A new connection waits in the parker, costing no worker, until its
+                    // first request head is buffered.
+                    Some(parker) => parker.admit(conn),
+                    // Thread per connection: blocks while the queue is full, backpressure into
+                    // the kernel's accept backlog.
+                    None => drop(queue.send(connection::Job(conn))),
+                }
             })
         })?);
         if let Some(p) = parker.clone() {

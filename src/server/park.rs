@@ -14,13 +14,14 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Sender, TrySendError};
 use polling::{Event, Events, Poller};
 use slab::Slab;
 
-use super::worker::{Connection, Job};
+use super::connection::{Connection, Job};
+use super::head::{self, Buffers, HeadReads, Outcome};
 use crate::engine::{Control, Wake, wait_events};
 
 /// Registered connections, parked or not, and the deadlines of the parked ones, always changed
@@ -142,7 +143,8 @@ pub(crate) struct Parker {
     poller: Arc<Poller>,
     /// Registrations are edge-triggered (epoll, kqueue) rather than oneshot and re-armed.
     edge: bool,
-    idle_timeout: Duration,
+    /// Request heads are read here, not on a worker.
+    reads: HeadReads,
     parked: Mutex<Parked>,
     control: Arc<Control>,
 }
@@ -150,7 +152,7 @@ pub(crate) struct Parker {
 impl std::fmt::Debug for Parker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Parker")
-            .field("idle_timeout", &self.idle_timeout)
+            .field("edge", &self.edge)
             .finish_non_exhaustive()
     }
 }
@@ -158,7 +160,7 @@ impl std::fmt::Debug for Parker {
 impl Parker {
     /// A parker that hands ready connections to the workers through `queue`.
     pub(crate) fn new(
-        idle_timeout: Duration,
+        reads: HeadReads,
         control: Arc<Control>,
         queue: Sender<Job>,
     ) -> std::io::Result<Self> {
@@ -166,7 +168,7 @@ impl Parker {
         Ok(Parker {
             edge: poller.supports_edge(),
             poller: Arc::new(poller),
-            idle_timeout,
+            reads,
             parked: Mutex::new(Parked {
                 entries: Slab::new(),
                 deadlines: BTreeSet::new(),
@@ -179,6 +181,26 @@ impl Parker {
             }),
             control,
         })
+    }
+
+    /// The read buffers going round between the parker thread and the workers.
+    pub(crate) fn buffers(&self) -> &Buffers {
+        &self.reads.buffers
+    }
+
+    /// What reading heads (and lingering) needs.
+    pub(crate) fn reads(&self) -> &HeadReads {
+        &self.reads
+    }
+
+    /// Takes a new connection from the acceptor: it waits here, costing no worker, until its
+    /// first request head is buffered. Refused (shutdown): closed.
+    pub(crate) fn admit(self: &Arc<Self>, conn: Connection) {
+        match self.park(conn) {
+            Parking::Parked => {}
+            // Never for a connection parked for the first time.
+            Parking::Ready(conn) | Parking::Refused(conn) => drop(conn),
+        }
     }
 
     /// The poller to notify so the parker thread sees a shutdown.
@@ -204,7 +226,7 @@ impl Parker {
     /// connection that had an event while it was being served comes back as
     /// [`Parking::Ready`]. Returns the connection when parking has ended (shutdown); the caller
     /// closes it.
-    pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
+    pub(crate) fn park(self: &Arc<Self>, conn: Connection) -> Parking {
         let mut parked = self.lock();
         if parked.closed || (parked.stopping && !conn.is_long_lived()) {
             drop(parked);
@@ -219,7 +241,6 @@ impl Parker {
                 };
                 if std::mem::take(&mut entry.ready) {
                     drop(parked);
-                    conn.woken(Instant::now());
                     return Parking::Ready(conn);
                 }
                 if !self.edge && conn.rearm(conn.interest(key, false)).is_err() {
@@ -239,7 +260,7 @@ impl Parker {
                 }
             },
         };
-        let deadline = conn.park_deadline(Instant::now(), self.idle_timeout);
+        let deadline = conn.wait.deadline();
         parked.generation += 1;
         let generation = parked.generation;
         // The parker thread sleeps until the earliest deadline: wake it for an earlier one. With
@@ -267,9 +288,19 @@ impl Parker {
         Parking::Parked
     }
 
+    /// Parks a connection the parker thread read (still waiting for its head, or lingering).
+    fn park_again(self: &Arc<Self>, conn: Connection) {
+        match self.park(conn) {
+            Parking::Parked => {}
+            // It had no slot while it was read here, so no event marked it ready; and at
+            // shutdown it closes.
+            Parking::Ready(conn) | Parking::Refused(conn) => drop(conn),
+        }
+    }
+
     /// Registers a connection that has no key yet (under the lock). On failure the ticket
     /// (and the connection, unless registering closed it) come back to be dropped unlocked.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
     fn register(
         self: &Arc<Self>,
         parked: &mut Parked,
@@ -336,7 +367,7 @@ impl Parker {
         };
         queue
             .try_send(Job::from(conn))
-            .map_err(|e| e.into_inner().into_connection())
+            .map_err(|e| e.into_inner().0)
     }
 
     /// A sender pushed to the connection under `key`: queue it if it is parked, else have its
@@ -353,11 +384,10 @@ impl Parker {
         let Some(queue) = parked.queue.clone() else {
             return;
         };
-        let Some(mut conn) = parked.take(key) else {
+        let Some(conn) = parked.take(key) else {
             return;
         };
         drop(parked);
-        conn.woken(Instant::now());
         // Never block here: the pusher may be a worker, and the workers drain the queue.
         match queue.try_send(Job::from(conn)) {
             Ok(()) => {}
@@ -374,13 +404,14 @@ impl Parker {
     /// whose time is up and hands WebSockets and event streams whose timer is due to a worker.
     /// At shutdown idle HTTP connections close, WebSockets go to the workers to close with 1001
     /// and event streams to end after what is queued; the thread ends when the last has.
-    pub(crate) fn run(&self) {
+    pub(crate) fn run(self: &Arc<Self>) {
         let Some(queue) = self.lock().queue.clone() else {
             return;
         };
         let mut events = Events::new();
         let mut ready = Vec::new();
         let mut expired = Vec::new();
+        let mut shut = Vec::new();
         let mut jobs = Vec::new();
         loop {
             let timeout = self
@@ -405,7 +436,7 @@ impl Parker {
                             if conn.is_long_lived() {
                                 ready.push(conn);
                             } else {
-                                expired.push(conn);
+                                shut.push(conn);
                             }
                         }
                     }
@@ -417,7 +448,7 @@ impl Parker {
                     drop(parked);
                     // Dropped unlocked: each connection's ticket takes the lock to leave.
                     drop(last);
-                    drop(expired);
+                    drop(shut);
                     return;
                 }
                 for ev in events.iter() {
@@ -444,11 +475,24 @@ impl Parker {
                 }
                 jobs.append(&mut parked.pending);
             }
-            // Dropping a connection closes it and frees its entry (its ticket takes the lock).
-            expired.clear();
-            for mut conn in ready.drain(..) {
-                conn.woken(now);
-                jobs.push(Job::from(conn));
+            // Unlocked: reading, writing a 408 and dropping (closing a connection frees its
+            // entry: its ticket takes the lock) happen here.
+            shut.clear();
+            for conn in expired.drain(..) {
+                if let Outcome::Park(conn) = head::expire(conn, &self.reads.buffers, now) {
+                    self.park_again(conn);
+                }
+            }
+            for conn in ready.drain(..) {
+                if conn.is_long_lived() {
+                    jobs.push(Job::from(conn));
+                    continue;
+                }
+                match head::read(conn, &self.reads, now) {
+                    Outcome::Ready(conn) => jobs.push(Job::from(conn)),
+                    Outcome::Park(conn) => self.park_again(conn),
+                    Outcome::Close => {}
+                }
             }
             for job in jobs.drain(..) {
                 if queue.send(job).is_err() {

@@ -8,8 +8,9 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::connection::{Connection, Wait};
 use super::park::WakeParked;
-use super::worker::{Connection, Shared};
+use super::worker::Shared;
 use crate::Handler;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
@@ -99,7 +100,10 @@ pub(crate) fn drive<H: Handler>(
     mut conn: Connection,
     buf: &mut ReadBuf,
 ) -> Option<Connection> {
-    let mut session = conn.session.take()?;
+    let Wait::Session(mut session) = std::mem::replace(&mut conn.wait, Wait::Idle { until: None })
+    else {
+        return None;
+    };
     let sock = conn.stream();
     let mut own = session.unread.take();
     let buf = own.as_mut().unwrap_or(buf);
@@ -133,13 +137,13 @@ pub(crate) fn drive<H: Handler>(
     }
     // (An event stream reads nothing; bytes a client pipelined after its request are dropped.)
     buf.clear();
-    conn.session = Some(session);
+    conn.wait = Wait::Session(session);
     Some(conn)
 }
 
 /// A session the parker refused (it has stopped): closes it, with `on_close` run.
 pub(crate) fn abandon(mut conn: Connection) {
-    if let Some(mut session) = conn.session.take() {
+    if let Wait::Session(session) = &mut conn.wait {
         session.conn.finish();
     }
 }

@@ -1,5 +1,7 @@
-//! Worker threads: take a connection from the queue, serve its requests as plain blocking code,
-//! then close it or park it when it goes idle.
+//! Worker threads: take a connection with a whole request head buffered (or a session with work
+//! to do), serve its requests as plain blocking code, then close it or hand it back to the
+//! parker once nothing whole is buffered: idle, part of its next head, or lingering after an
+//! error. A worker never waits for a request head (with parking on).
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -9,21 +11,22 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use polling::{Event, Poller};
 
 use super::Builder;
-use super::park::{Parker, Parking, Ticket, WakeParked};
+use super::connection::{Connection, Job, Wait};
+use super::head::{self, Outcome};
+use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
 use crate::Handler;
-use crate::engine::{Control, OpenGuard};
+use crate::deadline;
+use crate::engine::Control;
 use crate::handler::{Answer, answer};
 use crate::http::body::{BodyEnd, BodyReader, Source};
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, CONTINUE, Conn, Encoder, State};
+use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
-use crate::net::sys::Registered;
 use crate::net::upgrade::{Waiter, detach, detach_events};
 use crate::ws::{Upgrade, WS_READ_BUF};
 
@@ -39,172 +42,6 @@ impl<H> Shared<H> {
     /// WebSockets and event streams are parked (else each gets a thread).
     fn parks_sessions(&self) -> bool {
         self.parker.is_some() && self.config.park_sessions
-    }
-}
-
-/// A connection between requests: its socket and when its next head began to be awaited, or
-/// a WebSocket or an event stream between messages. It holds no buffer (but a WebSocket's rare
-/// unread bytes): buffers belong to the worker serving it.
-pub(crate) struct Connection {
-    socket: Socket,
-    peer: Option<SocketAddr>,
-    since: Instant,
-    /// Handed over by the parker: readable, or (rarely, with edge-triggered registrations) an
-    /// event for bytes already read; then the first read finds nothing and it parks again.
-    woken: bool,
-    /// Set once the connection has become a WebSocket or an event stream (parking on).
-    pub(super) session: Option<Box<Session>>,
-    /// A WebSocket or an event stream, or becoming one: registered for writes too.
-    long_lived: bool,
-    _open: OpenGuard,
-}
-
-enum Socket {
-    /// Never parked.
-    Plain(TcpStream),
-    /// Registered with the parker's poller under the ticket's key, for the connection's life.
-    Parkable(Registered<TcpStream>, Ticket),
-}
-
-impl Connection {
-    pub(super) fn stream(&self) -> &TcpStream {
-        match &self.socket {
-            Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get(),
-        }
-    }
-
-    /// The parker key of a connection parked before.
-    pub(crate) fn ticket_key(&self) -> Option<usize> {
-        match &self.socket {
-            Socket::Plain(_) => None,
-            Socket::Parkable(_, t) => Some(t.key()),
-        }
-    }
-
-    /// Re-arms a oneshot registration.
-    pub(crate) fn rearm(&self, interest: Event) -> std::io::Result<()> {
-        match &self.socket {
-            Socket::Plain(_) => Ok(()),
-            Socket::Parkable(r, _) => r.rearm(interest),
-        }
-    }
-
-    /// Changes an edge-triggered registration's interest.
-    pub(crate) fn set_edge(&self, interest: Event) -> std::io::Result<()> {
-        match &self.socket {
-            Socket::Plain(_) => Ok(()),
-            Socket::Parkable(r, _) => r.set_edge(interest),
-        }
-    }
-
-    /// A WebSocket or an event stream (or a connection becoming one).
-    pub(crate) fn is_long_lived(&self) -> bool {
-        self.long_lived
-    }
-
-    /// Marks the connection as becoming a WebSocket or an event stream: its registration
-    /// covers writes too.
-    pub(crate) fn into_long_lived(self) -> Connection {
-        Connection {
-            long_lived: true,
-            ..self
-        }
-    }
-
-    /// What the parker watches for under `key`: reads; for a long-lived one also writes (an
-    /// edge-triggered registration always includes them, so it never changes; a oneshot one
-    /// asks for them only while output is blocked).
-    pub(crate) fn interest(&self, key: usize, edge: bool) -> Event {
-        let write =
-            self.long_lived && (edge || self.session.as_ref().is_some_and(|s| s.wants_write()));
-        if write {
-            Event::all(key)
-        } else {
-            Event::readable(key)
-        }
-    }
-
-    /// When the parker acts on its own if nothing happens: an idle HTTP connection closes after
-    /// `idle_timeout`; a WebSocket or an event stream has its own timers (or none).
-    pub(crate) fn park_deadline(&self, now: Instant, idle_timeout: Duration) -> Option<Instant> {
-        match &self.session {
-            Some(session) => session.deadline(),
-            None => Some(now + idle_timeout),
-        }
-    }
-
-    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered
-    /// or oneshot. On failure the ticket comes back with the connection, unless registering
-    /// consumed (closed) its socket.
-    pub(crate) fn into_registered(
-        self,
-        poller: &Arc<Poller>,
-        edge: bool,
-        ticket: Ticket,
-    ) -> Result<Connection, (Option<Connection>, Ticket)> {
-        let interest = self.interest(ticket.key(), edge);
-        match self.socket {
-            Socket::Plain(s) => {
-                let registered = if edge {
-                    Registered::edge(poller.clone(), s, interest)
-                } else {
-                    Registered::new(poller.clone(), s, interest)
-                };
-                match registered {
-                    Ok(r) => Ok(Connection {
-                        socket: Socket::Parkable(r, ticket),
-                        ..self
-                    }),
-                    Err(_) => Err((None, ticket)),
-                }
-            }
-            socket @ Socket::Parkable(..) => Err((Some(Connection { socket, ..self }), ticket)),
-        }
-    }
-
-    /// The socket and the connection count, leaving the parker's poller.
-    fn into_parts(self) -> std::io::Result<(TcpStream, OpenGuard)> {
-        let stream = match self.socket {
-            Socket::Plain(s) => s,
-            // The registration goes with `r`; the clone is the same socket.
-            Socket::Parkable(r, _) => r.get().try_clone()?,
-        };
-        Ok((stream, self._open))
-    }
-
-    /// Called by the parker when the connection became readable.
-    pub(crate) fn woken(&mut self, now: Instant) {
-        self.since = now;
-        self.woken = true;
-    }
-}
-
-/// A unit of work for a worker.
-pub(crate) struct Job(Connection);
-
-impl Job {
-    pub(crate) fn new(stream: TcpStream, peer: SocketAddr, open: OpenGuard, since: Instant) -> Job {
-        Job(Connection {
-            peer: Some(peer),
-            socket: Socket::Plain(stream),
-            since,
-            woken: false,
-            session: None,
-            long_lived: false,
-            _open: open,
-        })
-    }
-
-    /// The connection, back from a queue that would not take it.
-    pub(crate) fn into_connection(self) -> Connection {
-        self.0
-    }
-}
-
-impl From<Connection> for Job {
-    fn from(conn: Connection) -> Job {
-        Job(conn)
     }
 }
 
@@ -230,16 +67,24 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     while let Ok(Job(conn)) = queue.recv() {
         let mut next = Some(conn);
         while let Some(conn) = next.take() {
-            let idle = if conn.session.is_some() {
-                let buf = scratch
-                    .ws
-                    .get_or_insert_with(|| ReadBuf::with_len(WS_READ_BUF));
-                session::drive(shared, conn, buf)
-            } else {
-                serve(shared, conn, &mut scratch)
+            let idle = match (&conn.wait, &shared.parker) {
+                (Wait::Session(_), _) => {
+                    let buf = scratch
+                        .ws
+                        .get_or_insert_with(|| ReadBuf::with_len(WS_READ_BUF));
+                    session::drive(shared, conn, buf)
+                }
+                // Back from a park that found an event for it: what came is dropped here.
+                (Wait::Linger(_), Some(parker)) => {
+                    match head::read(conn, parker.reads(), Instant::now()) {
+                        Outcome::Park(conn) | Outcome::Ready(conn) => Some(conn),
+                        Outcome::Close => None,
+                    }
+                }
+                _ => serve(shared, conn, &mut scratch),
             };
             if let (Some(idle), Some(parker)) = (idle, &shared.parker) {
-                if idle.session.as_ref().is_some_and(|s| s.has_more()) {
+                if idle.session().is_some_and(|s| s.has_more()) {
                     // A busy WebSocket yields after its budget, as on the reactor.
                     if let Err(conn) = parker.requeue(idle) {
                         next = Some(conn);
@@ -259,54 +104,70 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     }
 }
 
-/// Serves requests on `conn` until it closes (`None`) or goes idle with parking on
-/// (`Some(conn)`, to park).
-fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> Option<Connection> {
+/// Where the head a worker reads stands.
+#[derive(Clone, Copy)]
+enum HeadDue {
+    /// The connection's first head: due in full by this (counted from the accept).
+    First(Option<Instant>),
+    /// Nothing of the next head yet.
+    Next,
+    /// Part of a head came: due in full by this.
+    Started(Option<Instant>),
+}
+
+/// What asking for more of a request head came to.
+enum More {
+    /// Bytes arrived.
+    Got,
+    /// Nothing whole is buffered and the socket has nothing more now: hand the connection to
+    /// the parker, waiting for this.
+    Park(Wait),
+    /// The head was not complete by its deadline (thread per connection: the worker waited).
+    TimedOut,
+    /// The client closed, the connection failed, or shutdown ended a wait for a new request.
+    Closed,
+}
+
+/// Serves requests on `conn` until it closes (`None`) or, with parking on, has nothing whole
+/// buffered (`Some(conn)`, to park: idle, part of a head, or lingering after an error).
+fn serve<H: Handler>(
+    shared: &Shared<H>,
+    mut conn: Connection,
+    s: &mut Scratch,
+) -> Option<Connection> {
     let cfg = &shared.config;
     let shutting_down = &shared.control.shutting_down;
     let mut http = Conn::default();
-    let mut head_deadline = conn.since + cfg.header_read_timeout;
-    // The parker's hand-over may be an event for bytes already read: the first read then finds
-    // nothing, and the connection parks again rather than holding this worker.
-    let mut woken = conn.woken;
+    let mut due = take_input(shared, &mut conn, &mut s.read);
     loop {
-        let stream = conn.stream();
-        // 1. The request head.
+        // 1. The request head, from the buffer; what is missing is read without waiting (or,
+        // thread per connection, waited for).
         let decoder = loop {
             match http.recv_head(&mut s.read, &mut s.head, &cfg.limits) {
                 Ok(Some(decoder)) => break decoder,
                 Ok(None) => {}
                 Err(e) => {
-                    fail(stream, &mut http, &mut s.write, e.status(), cfg);
-                    return None;
+                    http.write_error(e.status(), &mut s.write);
+                    return finish(shared, conn, &http, s);
                 }
             }
-            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
-            let started = !s.read.is_empty();
-            // Shutdown interrupts a wait for a new request, never a request under way.
-            let cancel = (!started).then_some(shutting_down);
-            let spare = s.read.spare(cfg.limits.max_head_bytes);
-            let got = if std::mem::take(&mut woken) && !started {
-                match io::read_now(stream, spare) {
-                    Ok(Some(n)) => Ok(n),
-                    Ok(None) => return Some(conn),
-                    Err(e) => Err(e),
+            flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+            match more_head(shared, &conn, &mut s.read, &mut due) {
+                More::Got => {}
+                More::Park(wait) => {
+                    conn.wait = wait;
+                    return Some(conn);
                 }
-            } else {
-                io::read(stream, spare, head_deadline, cancel)
-            };
-            match got {
-                Ok(0) => return None,
-                Ok(n) => s.read.filled_by(n),
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut && started => {
-                    fail(stream, &mut http, &mut s.write, 408, cfg);
-                    return None;
+                More::TimedOut => {
+                    http.request_timed_out(true, &mut s.write);
+                    return finish(shared, conn, &http, s);
                 }
-                Err(_) => return None,
+                More::Closed => return None,
             }
         };
 
         // 2. The handler, with the body streamed from the socket.
+        let stream = conn.stream();
         let source = SocketSource {
             stream,
             out: &mut s.write,
@@ -320,8 +181,8 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
             BodyEnd::Complete => true,
             BodyEnd::Unread => !panicked && reader.drain(cfg.limits.max_drain_bytes),
             BodyEnd::Failed(e) => {
-                fail(stream, &mut http, &mut s.write, e.status(), cfg);
-                return None;
+                http.write_error(e.status(), &mut s.write);
+                return finish(shared, conn, &http, s);
             }
             BodyEnd::Broken => return None,
         };
@@ -341,8 +202,8 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 // waiter is made before the head goes out (out of descriptors: 503 instead).
                 let Ok(waiter) = Waiter::new() else {
                     s.write.truncate(mark);
-                    fail(stream, &mut http, &mut s.write, 503, cfg);
-                    return None;
+                    http.write_error(503, &mut s.write);
+                    return finish(shared, conn, &http, s);
                 };
                 flush(stream, &mut s.write, cfg.write_timeout).ok()?;
                 let (stream, open) = conn.into_parts().ok()?;
@@ -375,8 +236,8 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                         Ok(w) => Some(Arc::new(w)),
                         Err(_) => {
                             s.write.truncate(mark);
-                            fail(stream, &mut http, &mut s.write, 503, cfg);
-                            return None;
+                            http.write_error(503, &mut s.write);
+                            return finish(shared, conn, &http, s);
                         }
                     },
                     Upgrade::Raw(_) => None,
@@ -397,55 +258,142 @@ fn serve<H: Handler>(shared: &Shared<H>, conn: Connection, s: &mut Scratch) -> O
                 return None;
             }
         }
-        if http.state() == State::Closing {
-            let _ = flush(stream, &mut s.write, cfg.write_timeout);
-            if !in_sync {
-                linger_close(stream, LINGER);
-            }
-            return None;
+        if http.is_closing() {
+            return finish(shared, conn, &http, s);
         }
         if s.write.len() >= cfg.limits.max_pipeline_output {
             flush(stream, &mut s.write, cfg.write_timeout).ok()?;
         }
+        // 4. The next request: already buffered (pipelined: its head is due from now), or read
+        // for at step 1.
+        due = if s.read.is_empty() {
+            HeadDue::Next
+        } else {
+            HeadDue::Started(deadline::after(Instant::now(), cfg.header_read_timeout))
+        };
+    }
+}
 
-        // 4. The next request: already buffered (pipelined), or wait for it. Waiting on the
-        // socket or re-arming a oneshot registration reports bytes already there at once, so
-        // those need no read first; only edge-triggered parking reads until EAGAIN (below).
-        if s.read.is_empty() {
-            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
-            if shutting_down.load(Ordering::Acquire) {
-                return None;
+/// Takes the bytes the parker read for `conn` into the worker's buffer (the worker's empty one
+/// goes back to the pool), and says when the head is due.
+fn take_input<H>(shared: &Shared<H>, conn: &mut Connection, read: &mut ReadBuf) -> HeadDue {
+    let wait = std::mem::replace(&mut conn.wait, Wait::Idle { until: None });
+    let (mut input, until) = match wait {
+        Wait::Ready { input, until } | Wait::Head { input, until } => (input, until),
+        Wait::New { until } => return HeadDue::First(until),
+        Wait::Idle { .. } | Wait::Linger(_) | Wait::Session(_) => return HeadDue::Next,
+    };
+    std::mem::swap(read, &mut input);
+    if let Some(parker) = &shared.parker {
+        parker.buffers().give(input);
+    }
+    HeadDue::Started(until)
+}
+
+/// More bytes of a request head. With parking on it reads what is there and never waits:
+/// nothing whole buffered goes back to the parker. Thread per connection, it waits (for a new
+/// request until the idle timeout, for the rest of a head until its deadline).
+fn more_head<H>(
+    shared: &Shared<H>,
+    conn: &Connection,
+    read: &mut ReadBuf,
+    due: &mut HeadDue,
+) -> More {
+    let cfg = &shared.config;
+    let stream = conn.stream();
+    let shutting_down = &shared.control.shutting_down;
+    // Shutdown interrupts a wait for a new request, never a request under way.
+    let cancel = read.is_empty().then_some(shutting_down);
+    if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+        return More::Closed;
+    }
+    let now = Instant::now();
+    let Some(parker) = &shared.parker else {
+        return wait_for_head(shared, stream, read, due, cancel);
+    };
+    if cancel.is_some() && cfg.park_linger > Duration::ZERO {
+        // A short wait on the socket keeps a busy keep-alive connection on this worker.
+        let _ = io::wait(stream, false, deadline::after(now, cfg.park_linger), cancel);
+    }
+    match io::read_now(stream, read.spare(cfg.limits.max_head_bytes)) {
+        Ok(Some(0)) | Err(_) => More::Closed,
+        Ok(Some(n)) => {
+            if let HeadDue::Next = due {
+                *due = HeadDue::Started(deadline::after(now, cfg.header_read_timeout));
             }
-            let now = Instant::now();
-            let waited = match (&shared.parker, cfg.park_linger) {
-                (None, _) => io::wait(stream, false, now + cfg.idle_timeout, Some(shutting_down)),
-                (Some(_), linger) if linger > Duration::ZERO => {
-                    io::wait(stream, false, now + linger, Some(shutting_down))
-                }
-                (Some(parker), _) if !parker.edge() => return Some(conn),
-                (Some(_), _) => {
-                    // Edge-triggered parking needs a socket a read found empty (EAGAIN): bytes
-                    // that arrived before the last event was taken raise no new one, and a read
-                    // that came back short does not prove it, since the end of input may have
-                    // come with the last bytes (only a further read returns it, and `polling`
-                    // does not report EPOLLRDHUP).
-                    match io::read_now(stream, s.read.spare(cfg.limits.max_head_bytes)) {
-                        Ok(None) => return Some(conn),
-                        Ok(Some(0)) | Err(_) => return None,
-                        Ok(Some(n)) => {
-                            s.read.filled_by(n);
-                            Ok(())
-                        }
-                    }
-                }
-            };
-            match waited {
-                Ok(()) => {}
-                Err(io::Interrupt::TimedOut) if shared.parker.is_some() => return Some(conn),
-                Err(_) => return None,
-            }
+            read.filled_by(n);
+            More::Got
         }
-        head_deadline = Instant::now() + cfg.header_read_timeout;
+        Ok(None) => More::Park(match *due {
+            HeadDue::First(until) if read.is_empty() => Wait::New { until },
+            HeadDue::Next => Wait::Idle {
+                until: deadline::after(now, cfg.idle_timeout),
+            },
+            HeadDue::First(until) | HeadDue::Started(until) => {
+                let mut input = parker.buffers().take();
+                std::mem::swap(read, &mut input);
+                Wait::Head {
+                    input: head::fitted(input, parker.buffers()),
+                    until,
+                }
+            }
+        }),
+    }
+}
+
+/// Thread per connection: waits on the socket for the next request or the rest of a head.
+fn wait_for_head<H>(
+    shared: &Shared<H>,
+    stream: &TcpStream,
+    read: &mut ReadBuf,
+    due: &mut HeadDue,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> More {
+    let cfg = &shared.config;
+    let until = match *due {
+        HeadDue::First(until) | HeadDue::Started(until) => until,
+        HeadDue::Next => {
+            let idle = deadline::after(Instant::now(), cfg.idle_timeout);
+            if io::wait(stream, false, idle, cancel).is_err() {
+                return More::Closed;
+            }
+            let until = deadline::after(Instant::now(), cfg.header_read_timeout);
+            *due = HeadDue::Started(until);
+            until
+        }
+    };
+    match io::read(stream, read.spare(cfg.limits.max_head_bytes), until, cancel) {
+        Ok(0) => More::Closed,
+        Ok(n) => {
+            read.filled_by(n);
+            More::Got
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut && !read.is_empty() => More::TimedOut,
+        Err(_) => More::Closed,
+    }
+}
+
+/// The last response is written (or about to be, in `s.write`): writes it and closes as the
+/// core decided, lingering where framing is lost. A lingering close with parking on costs no
+/// worker: the connection is handed to the parker to drop what its client still sends.
+fn finish<H>(
+    shared: &Shared<H>,
+    conn: Connection,
+    http: &Conn,
+    s: &mut Scratch,
+) -> Option<Connection> {
+    let cfg = &shared.config;
+    flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+    match (http.state(), &shared.parker) {
+        (State::Closing(Close::Linger), Some(_)) => match head::linger(conn, Instant::now()) {
+            Outcome::Park(conn) | Outcome::Ready(conn) => Some(conn),
+            Outcome::Close => None,
+        },
+        (State::Closing(Close::Linger), None) => {
+            linger_close(conn.stream());
+            None
+        }
+        _ => None,
     }
 }
 
@@ -466,26 +414,15 @@ fn into_session<H: Handler>(
         Ok(enrolled) => enrolled,
         Err(Some(conn)) => {
             s.write.truncate(mark);
-            fail(conn.stream(), http, &mut s.write, 503, cfg);
-            return None;
+            http.write_error(503, &mut s.write);
+            return finish(shared, conn, http, s);
         }
         Err(None) => return None,
     };
     flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
     let peer = conn.peer;
-    conn.session = Some(Box::new(make(wake, peer)));
+    conn.wait = Wait::Session(Box::new(make(wake, peer)));
     session::drive(shared, conn, &mut s.read)
-}
-
-/// Budget for reading what a peer still sends after a response that closes the connection.
-const LINGER: Duration = Duration::from_millis(500);
-
-/// Answers with an error status and closes, lingering so the answer is not lost to a reset.
-fn fail(stream: &TcpStream, http: &mut Conn, out: &mut Vec<u8>, status: u16, cfg: &Builder) {
-    http.write_error(status, out);
-    if flush(stream, out, cfg.write_timeout).is_ok() {
-        linger_close(stream, LINGER);
-    }
 }
 
 /// Writes a streamed body: every piece the reader or iterator produces goes out at once.
@@ -549,7 +486,7 @@ impl Source for SocketSource<'_> {
         let n = io::read(
             self.stream,
             buf.spare(0),
-            Instant::now() + self.read_timeout,
+            deadline::after(Instant::now(), self.read_timeout),
             None,
         )?;
         buf.filled_by(n);

@@ -15,6 +15,7 @@ use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
 use super::{Out, WsConfig, WsHandler, WsMessage, WsSender};
+use crate::deadline;
 use crate::http::buf::ReadBuf;
 
 /// Size of the read buffer a WebSocket is driven with: a 16 KiB message arrives in one read
@@ -188,8 +189,8 @@ impl Calls {
 #[derive(Debug, PartialEq, Eq)]
 enum Life {
     Open,
-    /// We sent a close frame and wait for the answer until the deadline.
-    Closing(Instant),
+    /// We sent a close frame and wait for the answer until the deadline (`None`: no limit).
+    Closing(Option<Instant>),
     Ended,
 }
 
@@ -350,7 +351,7 @@ impl WsConn {
     /// A deadline passed: the closing handshake timed out, or the connection was idle.
     pub(crate) fn expire(&mut self, io: &mut WsIo<'_>, now: Instant) {
         match self.life {
-            Life::Closing(until) if now >= until => self.end(),
+            Life::Closing(Some(until)) if now >= until => self.end(),
             Life::Open => {
                 let idle = now.duration_since(self.last_rx);
                 if self.cfg.idle_timeout.is_some_and(|t| idle >= t) {
@@ -397,15 +398,18 @@ impl WsConn {
 
     fn wait(&self, write: bool, now: Instant) -> WsNext {
         let deadline = match self.life {
-            Life::Closing(until) => Some(until),
-            _ if write => Some(now + WRITE_STALL),
+            Life::Closing(until) => until,
+            _ if write => deadline::after(now, WRITE_STALL),
             _ => {
                 let ping = self
                     .cfg
                     .ping_interval
                     .filter(|_| !self.pinged)
-                    .map(|t| self.last_rx + t);
-                let idle = self.cfg.idle_timeout.map(|t| self.last_rx + t);
+                    .and_then(|t| deadline::after(self.last_rx, t));
+                let idle = self
+                    .cfg
+                    .idle_timeout
+                    .and_then(|t| deadline::after(self.last_rx, t));
                 ping.into_iter().chain(idle).min()
             }
         };
@@ -418,7 +422,7 @@ impl WsConn {
         }
         self.sender.mark_closed();
         self.sent_close = frame.clone();
-        self.life = Life::Closing(now + self.cfg.close_timeout);
+        self.life = Life::Closing(deadline::after(now, self.cfg.close_timeout));
         if let Err(e) = self.ctx.close(io, frame) {
             if !would_block(&e) {
                 self.ended_by(e, io);

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Interleaved A/B of the `hello` example: the build at a base revision (A) against the work tree
+# (B), on one engine configuration, under wrk: keep-alive at 64 and 256 connections and 16-deep
+# pipelining at 64. Each run starts its server fresh; A and B alternate within every repetition,
+# so drift on this shared machine hits both. Beside req/s it reads the server's CPU time per
+# request (utime + stime of its process, from /proc), which the load generator's share of the
+# two cores does not skew the way it skews throughput. Prints a markdown table: medians
+# (min–max) and the B/A ratio of the medians.
+#
+# usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]     e.g. bench/ab.sh HEAD~3 --engine server
+# knobs: REPS (5) DURATION (5) PORT (18190)
+# Only 127.0.0.1 is contacted; every server is stopped by its PID.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+base=${1:?usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]}; shift
+flags=("$@")
+REPS=${REPS:-5}; DURATION=${DURATION:-5}; PORT=${PORT:-18190}
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+
+work=$(mktemp -d)
+trap 'git -C "$here" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+git -C "$here" worktree add --detach "$work/base" "$base" >/dev/null 2>&1
+(cd "$work/base" && CARGO_TARGET_DIR="$work/target-a" cargo build -q --release --features server --example hello)
+(cd "$here" && cargo build -q --release --features server --example hello)
+bin_a=$work/target-a/release/examples/hello
+bin_b=$here/target/release/examples/hello
+
+cat > "$work/pipeline.lua" <<'LUA'
+-- wrk: send `depth` requests in one write, read their responses, repeat.
+init = function(args)
+  local depth = tonumber(args[1]) or 16
+  local r = {}
+  for i = 1, depth do r[i] = wrk.format(nil, "/") end
+  req = table.concat(r)
+end
+request = function() return req end
+LUA
+
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+raw=$work/raw
+for rep in $(seq 1 "$REPS"); do
+  for load in c64 c256 pipelined16; do
+    for side in A B; do
+      bin=$bin_a; [ "$side" = B ] && bin=$bin_b
+      "$bin" --addr "127.0.0.1:$PORT" "${flags[@]}" >/dev/null 2>&1 & pid=$!
+      for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
+      args=(-t2 -d"${DURATION}s")
+      case $load in
+        c64) args+=(-c64) ;;
+        c256) args+=(-c256) ;;
+        pipelined16) args+=(-c64 -s "$work/pipeline.lua") ;;
+      esac
+      before=$(cpu_ticks "$pid")
+      out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- 16 2>&1 || true)
+      after=$(cpu_ticks "$pid")
+      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+      n=$(awk '/requests in/ {print $1}' <<<"$out")
+      rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+      printf '%s\t%s\t%s\t%s\t%s\n' "$load" "$side" "${rps:-0}" "${n:-0}" "$((after - before))" >> "$raw"
+      echo "rep $rep $load $side: ${rps:-0} req/s" >&2
+    done
+  done
+done
+
+python3 - "$raw" "$REPS" "$ticks" "$base" "${flags[*]:-}" <<'PY'
+import sys, statistics, collections
+raw, reps, ticks, base, flags = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+rows = collections.defaultdict(list)
+for line in open(raw):
+    load, side, rps, n, cpu = line.rstrip("\n").split("\t")
+    n = float(n)
+    us = float(cpu) / ticks * 1e6 / n if n else float("nan")
+    rows[(load, side)].append((float(rps), us))
+def cell(xs, fmt):
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
+print(f"hello {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, wrk -t2.\n")
+print("| load | A req/s | B req/s | B/A | A CPU µs/req | B CPU µs/req | B/A |")
+print("|---|---|---|---|---|---|---|")
+for load in ("c64", "c256", "pipelined16"):
+    a, b = rows[(load, "A")], rows[(load, "B")]
+    if not a or not b:
+        continue
+    ra, rb = [x[0] for x in a], [x[0] for x in b]
+    ca, cb = [x[1] for x in a], [x[1] for x in b]
+    print(f"| {load} | {cell(ra, '{:,.0f}')} | {cell(rb, '{:,.0f}')} | {statistics.median(rb)/statistics.median(ra):.2f} "
+          f"| {cell(ca, '{:.2f}')} | {cell(cb, '{:.2f}')} | {statistics.median(cb)/statistics.median(ca):.2f} |")
+PY

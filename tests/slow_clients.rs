@@ -1,0 +1,143 @@
+//! Slow and silent clients cost memory, never a worker: thousands of connections that sent
+//! nothing, half a head, or half of their next request do not keep a new client from being
+//! served, on the server engine (parking on) and on both reactor configurations. A partial head is
+//! answered `408` at its deadline, not before and not much after.
+//!
+//! The server engine with parking off (a worker per connection, kept for comparison) is stopped
+//! by as many silent connections as it has workers: that is its shape, said in the README.
+#![cfg(feature = "server")]
+mod support;
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use support::{Client, Config, Engine, app, connect, raise_fd_limit, send, start_with};
+
+/// Each held-connections test holds thousands of descriptors: one at a time.
+static HOLDING: Mutex<()> = Mutex::new(());
+
+const SILENT: usize = 2000;
+const HALF_HEAD: usize = 2000;
+const HALF_NEXT: usize = 200;
+
+/// Waits (bounded) until the server counts `n` open connections: every client above has been
+/// accepted, so the new client below really comes after them.
+fn wait_open(srv: &support::TestServer, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while srv.open_connections() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} connections open",
+            srv.open_connections()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn slow_clients_do_not_stop_a_new_one(engine: Engine) {
+    let _one = HOLDING.lock().unwrap_or_else(|e| e.into_inner());
+    raise_fd_limit();
+    let srv = start_with(
+        engine,
+        Config {
+            max_connections: 10_000,
+            header_read_timeout: Duration::from_secs(10),
+            ..Config::default()
+        },
+        app,
+    );
+    let silent: Vec<TcpStream> = (0..SILENT).map(|_| connect(srv.addr)).collect();
+    let half: Vec<TcpStream> = (0..HALF_HEAD)
+        .map(|_| {
+            let mut s = connect(srv.addr);
+            send(&mut s, b"GET / HTTP/1.1\r\nHost: t\r\nX-Half: ");
+            s
+        })
+        .collect();
+    let mut next: Vec<Client> = (0..HALF_NEXT)
+        .map(|_| {
+            let mut c = Client::new(srv.addr);
+            assert_eq!(
+                c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+                200
+            );
+            c.send(b"GET /status/202 HTTP/1.1\r\nHo");
+            c
+        })
+        .collect();
+    wait_open(&srv, SILENT + HALF_HEAD + HALF_NEXT);
+
+    let started = Instant::now();
+    let mut c = Client::new(srv.addr);
+    let r = c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let took = started.elapsed();
+    assert_eq!(r.status, 200);
+    assert!(
+        took < Duration::from_secs(1),
+        "a new client waited {took:?}"
+    );
+
+    // The keep-alive connections kept their half request: the rest completes it.
+    for c in &mut next {
+        c.send(b"st: t\r\n\r\n");
+        assert_eq!(c.response().status, 202);
+    }
+    drop((silent, half));
+}
+
+fn partial_head_gets_408_at_its_deadline(engine: Engine) {
+    let timeout = Duration::from_millis(600);
+    let srv = start_with(
+        engine,
+        Config {
+            header_read_timeout: timeout,
+            ..Config::default()
+        },
+        app,
+    );
+    // A second connection, kept alive, sends half of its next request after a first one.
+    let mut kept = Client::new(srv.addr);
+    assert_eq!(
+        kept.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let mut fresh = Client::new(srv.addr);
+    let started = Instant::now();
+    fresh.send(b"GET / HTTP/1.1\r\nHost: t\r\nX-Half: ");
+    kept.send(b"GET / HTTP/1.1\r\nHo");
+    for c in [&mut fresh, &mut kept] {
+        let r = c.response();
+        let took = started.elapsed();
+        assert_eq!(r.status, 408);
+        assert!(r.closes());
+        assert!(
+            took >= timeout - Duration::from_millis(50) && took < timeout * 3,
+            "408 after {took:?} for a {timeout:?} deadline"
+        );
+        assert!(c.is_closed(), "closed after the 408");
+    }
+}
+
+engine_tests!(partial_head_gets_408_at_its_deadline);
+
+/// Every configuration that parks what is not a request: not the server engine with parking off.
+mod parking {
+    mod server {
+        #[test]
+        fn slow_clients_do_not_stop_a_new_one() {
+            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::Server)
+        }
+    }
+    mod reactor_inline {
+        #[test]
+        fn slow_clients_do_not_stop_a_new_one() {
+            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::ReactorInline)
+        }
+    }
+    mod reactor_pool {
+        #[test]
+        fn slow_clients_do_not_stop_a_new_one() {
+            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::ReactorPool)
+        }
+    }
+}
