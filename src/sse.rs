@@ -253,7 +253,7 @@ impl Response {
         });
         let response = Response::new(200)
             .with_content_type("text/event-stream")
-            .with_header("cache-control", "no-cache")
+            .with_header("Cache-Control", "no-cache")
             .with_body(Body {
                 kind: BodyKind::Events(Stream(shared.clone())),
             });

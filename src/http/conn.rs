@@ -170,9 +170,6 @@ impl Conn {
             append_date(out);
             out.extend_from_slice(b"\r\n");
         }
-        if let Some(ct) = resp.content_type() {
-            field(out, "Content-Type", ct);
-        }
         for (name, value) in resp.headers() {
             if name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding")

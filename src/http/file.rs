@@ -27,7 +27,7 @@ impl Response {
     /// cold disks).
     pub fn file(req: &Request<'_>, path: impl AsRef<Path>) -> Response {
         if req.method() != "GET" && req.method() != "HEAD" {
-            return Response::new(405).with_header("allow", "GET, HEAD");
+            return Response::new(405).with_header("Allow", "GET, HEAD");
         }
         let opened = File::open(path.as_ref()).and_then(|f| {
             let meta = f.metadata()?;
@@ -48,9 +48,9 @@ impl Response {
         let base = |status: u16| {
             let mut r = Response::new(status)
                 .with_content_type(content_type(path.as_ref()))
-                .with_header("accept-ranges", "bytes");
+                .with_header("Accept-Ranges", "bytes");
             if let Some(lm) = &last_modified {
-                r = r.with_header("last-modified", lm.clone());
+                r = r.with_header("Last-Modified", lm.clone());
             }
             r
         };
@@ -72,7 +72,7 @@ impl Response {
         let (status, start, count) = match range {
             None | Some(Range::Ignore) => (200, 0, len),
             Some(Range::Unsatisfiable) => {
-                return base(416).with_header("content-range", format!("bytes */{len}"));
+                return base(416).with_header("Content-Range", format!("bytes */{len}"));
             }
             Some(Range::Bytes(start, end)) => (206, start, end - start + 1),
         };
@@ -82,7 +82,7 @@ impl Response {
         let mut r = base(status);
         if status == 206 {
             r = r.with_header(
-                "content-range",
+                "Content-Range",
                 format!("bytes {start}-{}/{len}", start + count - 1),
             );
         }

@@ -77,7 +77,7 @@ pub(crate) fn parse_head(
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
         Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
-        Err(httparse::Error::Version) => return Err(ParseError::UnsupportedVersion),
+        Err(httparse::Error::Version) => return other_version(buf, limits, head),
         Err(_) => return Err(ParseError::Malformed),
     };
     if len > limits.max_head_bytes {
@@ -131,6 +131,114 @@ pub(crate) fn head_ready(buf: &[u8], limits: &Limits) -> bool {
     ended || partial(buf, limits).is_err()
 }
 
+/// httparse knows HTTP/1.0 and 1.1 only, and reads a space inside the target as the start of
+/// the version. Decided on the request line: more than two spaces is a malformed line (400,
+/// not 505); `HTTP/1.x` with any other digit x is served as HTTP/1.1 (RFC 9110 §2.5: a
+/// recipient of a higher minor version answers in the highest it conforms to); another
+/// `HTTP/d.d` is an unsupported version (505); anything else is malformed.
+fn other_version(
+    buf: &[u8],
+    limits: &Limits,
+    head: &mut RequestHead,
+) -> Result<Option<usize>, ParseError> {
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let line = buf[..line_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&buf[..line_end]);
+    // Empty lines before the request line are skipped, as the parser does.
+    let start = buf
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(0);
+    if start > 0 {
+        return match other_version(&buf[start..], limits, head)? {
+            Some(n) => Ok(Some(n + start)),
+            None => Ok(None),
+        };
+    }
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(_), Some(_), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(ParseError::Malformed);
+    };
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', d] if d.is_ascii_digit() => {
+            let at = line.len() - 1;
+            let mut as_11 = buf.to_vec();
+            as_11[at] = b'1';
+            parse_head(&as_11, limits, head)
+        }
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            Err(ParseError::UnsupportedVersion)
+        }
+        _ => Err(ParseError::Malformed),
+    }
+}
+
+/// Whether a `Host` value is an authority without userinfo (RFC 9110 §7.2, RFC 3986 §3.2):
+/// a registered name, an IPv4 address or a bracketed IP literal, then an optional `:port`. An
+/// empty value is allowed (a target that has no authority).
+fn valid_host(value: &[u8]) -> bool {
+    let (host, port) = if value.first() == Some(&b'[') {
+        let Some(end) = value.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let literal = &value[1..end];
+        let ok = !literal.is_empty()
+            && literal
+                .iter()
+                .all(|&b| b == b':' || unreserved(b) || sub_delim(b));
+        if !ok {
+            return false;
+        }
+        (&value[..0], &value[end + 1..])
+    } else {
+        match value.iter().position(|&b| b == b':') {
+            Some(i) => (&value[..i], &value[i..]),
+            None => (value, &value[value.len()..]),
+        }
+    };
+    let port_ok = match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    port_ok && reg_name(host)
+}
+
+/// `*( unreserved / pct-encoded / sub-delims )`.
+fn reg_name(s: &[u8]) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'%' => {
+                let hex = |j: usize| s.get(j).is_some_and(u8::is_ascii_hexdigit);
+                if !(hex(i + 1) && hex(i + 2)) {
+                    return false;
+                }
+                i += 3;
+            }
+            b if unreserved(b) || sub_delim(b) => i += 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+fn sub_delim(b: u8) -> bool {
+    matches!(
+        b,
+        b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'='
+    )
+}
+
 /// Decides whether a partial head can still become a valid one.
 fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     let line_done = buf.contains(&b'\n');
@@ -161,6 +269,9 @@ impl FramingRules {
     fn see(&mut self, name: &str, value: &[u8], head: &mut RequestHead) -> Result<(), ParseError> {
         if name.eq_ignore_ascii_case("host") {
             self.hosts += 1;
+            if !valid_host(trim(value)) {
+                return Err(ParseError::BadHost);
+            }
         } else if name.eq_ignore_ascii_case("content-length") {
             for item in value.split(|&b| b == b',') {
                 let n = parse_decimal(trim(item)).ok_or(ParseError::BadContentLength)?;
@@ -336,6 +447,18 @@ mod tests {
             (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
             (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
             (b"GET / HTTP/3.1\r\nHost: a\r\n\r\n", 505),
+            (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET /a  HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET /a b HTTP/2.0\r\nHost: a\r\n\r\n", 400),
+            (b"GET / HTTP/1.1 x\r\nHost: a\r\n\r\n", 400),
+            (b"GET / FTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET / HTTP/1.2\r\nHost: a b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
@@ -361,6 +484,35 @@ mod tests {
             let got = parse(input).map_err(ParseError::status);
             let shown: String = String::from_utf8_lossy(input).chars().take(120).collect();
             assert_eq!(got, Err(*status), "{shown:?}");
+        }
+    }
+
+    #[test]
+    fn hosts_and_minor_versions_that_are_served() {
+        let ok: &[&[u8]] = &[
+            b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: \r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a:\r\n\r\n",
+        ];
+        for input in ok {
+            assert_eq!(parse(input), Ok(Some(input.len())), "{input:?}");
+        }
+        for input in [
+            &b"GET /v HTTP/1.2\r\nHost: a\r\n\r\n"[..],
+            b"\r\nGET /v HTTP/1.9\r\nHost: a\r\n\r\n",
+        ] {
+            let mut head = RequestHead::default();
+            assert_eq!(
+                parse_head(input, &Limits::default(), &mut head),
+                Ok(Some(input.len()))
+            );
+            assert_eq!((head.version, head.path()), (Version::Http11, "/v"));
+            for cut in 0..input.len() {
+                assert_eq!(parse(&input[..cut]), Ok(None), "cut {cut} of {input:?}");
+            }
         }
     }
 

@@ -17,7 +17,7 @@ pub type HeaderText = Cow<'static, str>;
 ///
 /// ```
 /// use twinhttp::{Body, Response};
-/// let r = Response::text("hi").with_header("cache-control", "no-store");
+/// let r = Response::text("hi").with_header("Cache-Control", "no-store");
 /// assert_eq!(r.status(), 200);
 /// let r = Response::new(404);
 /// assert_eq!(r.status(), 404);
@@ -25,7 +25,9 @@ pub type HeaderText = Cow<'static, str>;
 /// ```
 pub struct Response {
     status: u16,
-    content_type: Option<HeaderText>,
+    /// `Content-Type` (the name as set, and the value), held apart so that the common response
+    /// allocates nothing for its fields; to users it is an ordinary field.
+    content_type: Option<(HeaderText, HeaderText)>,
     headers: Vec<(HeaderText, HeaderText)>,
     body: Body,
 }
@@ -67,20 +69,51 @@ impl Response {
         self
     }
 
-    /// Sets `Content-Type` (held apart from other fields: no allocation for a `'static` value).
-    pub fn with_content_type(mut self, value: impl Into<HeaderText>) -> Response {
-        self.content_type = Some(value.into());
-        self
+    /// Sets `Content-Type`: the same as [`Response::with_header`] with that name.
+    pub fn with_content_type(self, value: impl Into<HeaderText>) -> Response {
+        self.with_header("Content-Type", value)
     }
 
-    /// Adds a header field. Names and values containing CR or LF are dropped when the response is
-    /// written, so a handler echoing peer input cannot split the response.
+    /// Sets a header field, replacing any field of the same name (names compare
+    /// case-insensitively): `Response::text("{}").with_header("content-type",
+    /// "application/json")` sends one `Content-Type`. For a field that may be sent several times
+    /// (`Set-Cookie`), use [`Response::with_added_header`]. Names and values containing CR, LF or
+    /// NUL are dropped when the response is written, so a handler echoing peer input cannot split
+    /// the response.
+    ///
+    /// ```
+    /// let r = twinhttp::Response::text("{}").with_header("content-type", "application/json");
+    /// assert_eq!(r.header("Content-Type"), Some("application/json"));
+    /// assert_eq!(r.headers().count(), 1);
+    /// ```
     pub fn with_header(
         mut self,
         name: impl Into<HeaderText>,
         value: impl Into<HeaderText>,
     ) -> Response {
-        self.headers.push((name.into(), value.into()));
+        let name = name.into();
+        if name.eq_ignore_ascii_case("content-type") {
+            self.content_type = Some((name, value.into()));
+            return self;
+        }
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// Adds a header field, keeping those of the same name: for fields sent several times, such
+    /// as `Set-Cookie`. (`Content-Type` is never repeated: it is set as by
+    /// [`Response::with_header`].)
+    pub fn with_added_header(
+        mut self,
+        name: impl Into<HeaderText>,
+        value: impl Into<HeaderText>,
+    ) -> Response {
+        let name = name.into();
+        if name.eq_ignore_ascii_case("content-type") {
+            return self.with_header(name, value);
+        }
+        self.headers.push((name, value.into()));
         self
     }
 
@@ -95,14 +128,17 @@ impl Response {
         self.status
     }
 
-    /// The content type, if set.
+    /// The `Content-Type` field, if set.
     pub fn content_type(&self) -> Option<&str> {
-        self.content_type.as_deref()
+        self.header("content-type")
     }
 
-    /// The header fields added with [`Response::with_header`].
+    /// The header fields: `Content-Type` first, then the others in the order they were set.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.headers.iter().map(|(n, v)| (&**n, &**v))
+        self.content_type
+            .iter()
+            .chain(&self.headers)
+            .map(|(n, v)| (&**n, &**v))
     }
 
     /// The first header field with this name (case-insensitive).
@@ -126,8 +162,7 @@ impl fmt::Debug for Response {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Response")
             .field("status", &self.status)
-            .field("content_type", &self.content_type)
-            .field("headers", &self.headers)
+            .field("headers", &self.headers().collect::<Vec<_>>())
             .field("body", &self.body)
             .finish()
     }

@@ -32,12 +32,23 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Binds `n` listeners on one address with `SO_REUSEPORT`, so the kernel spreads new
 /// connections across them (one per event loop). Port 0 picks a port for all of them.
+///
+/// `SO_REUSEPORT` would also let these listeners join one that another program (of the same
+/// user) already has on the port, and silently take part of its connections. So a named port is
+/// first bound without it: a port in use anywhere fails with "address in use", as a plain bind
+/// does.
 pub(crate) fn bind_reuse_port(
     addr: impl ToSocketAddrs,
     n: usize,
 ) -> std::io::Result<Vec<TcpListener>> {
     let mut last = None;
     for addr in addr.to_socket_addrs()? {
+        if addr.port() != 0 {
+            if let Err(e) = probe_free(addr) {
+                last = Some(e);
+                continue;
+            }
+        }
         match bind_with(addr, true) {
             Ok(first) => {
                 let actual = first.local_addr()?;
@@ -51,6 +62,14 @@ pub(crate) fn bind_reuse_port(
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
+}
+
+/// Binds (without listening, so no connection can arrive) and closes a socket without
+/// `SO_REUSEPORT`: fails with "address in use" when anything listens on `addr`.
+fn probe_free(addr: SocketAddr) -> std::io::Result<()> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())
 }
 
 fn bind_with(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener> {

@@ -42,7 +42,7 @@ pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
     };
     if head.method() != "GET" {
         return Err(Response::new(405)
-            .with_header("allow", "GET")
+            .with_header("Allow", "GET")
             .with_body("WebSocket upgrade needs GET"));
     }
     if !is_websocket(head) {
@@ -84,8 +84,8 @@ pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
 /// A 426 naming the protocol and version the server speaks.
 fn upgrade_required(why: &'static str) -> Response {
     Response::new(426)
-        .with_header("upgrade", "websocket")
-        .with_header("sec-websocket-version", "13")
+        .with_header("Upgrade", "websocket")
+        .with_header("Sec-WebSocket-Version", "13")
         .with_content_type("text/plain")
         .with_body(why)
 }

@@ -441,7 +441,7 @@ impl Response {
     /// request must carry `Connection: upgrade` (else 426 is sent instead).
     pub fn upgrade(protocol: &str, then: impl FnOnce(Upgraded) + Send + 'static) -> Response {
         Response::new(200)
-            .with_header("upgrade", protocol.to_owned())
+            .with_header("Upgrade", protocol.to_owned())
             .with_body(Body {
                 kind: BodyKind::Upgrade(Upgrade::Raw(Box::new(then))),
             })
@@ -564,10 +564,10 @@ impl WsUpgrade {
 
     fn switching(&self, body: Body) -> Response {
         let mut r = Response::new(200)
-            .with_header("upgrade", "websocket")
-            .with_header("sec-websocket-accept", self.offer.accept.clone());
+            .with_header("Upgrade", "websocket")
+            .with_header("Sec-WebSocket-Accept", self.offer.accept.clone());
         if let Some(p) = &self.protocol {
-            r = r.with_header("sec-websocket-protocol", p.clone());
+            r = r.with_header("Sec-WebSocket-Protocol", p.clone());
         }
         r.with_body(body)
     }
