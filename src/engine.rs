@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use polling::{Events, Poller};
 use slab::Slab;
 
-use crate::{Error, ErrorKind};
+use crate::{Error, ErrorKind, MinRate};
 
 /// Wakes a thread that waits for its socket (a sender pushed, or shutdown began).
 pub(crate) trait Wake: Send + Sync {
@@ -75,6 +75,8 @@ pub(crate) struct Control {
     detached: AtomicUsize,
     /// Pollers of those threads, notified when shutdown begins.
     watchers: Mutex<Slab<Arc<dyn Wake>>>,
+    /// The minimum rate at which WebSocket and event-stream clients must take their output.
+    pub(crate) response_rate: Option<MinRate>,
 }
 
 impl std::fmt::Debug for Control {
@@ -88,6 +90,14 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
+    /// An engine's shared state; `response_rate` applies to its WebSockets and event streams.
+    pub(crate) fn new(response_rate: Option<MinRate>) -> Self {
+        Control {
+            response_rate,
+            ..Control::default()
+        }
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }

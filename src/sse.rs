@@ -40,6 +40,7 @@ use crate::deadline;
 use crate::engine::WakeFlag;
 use crate::http::conn::Encoder;
 use crate::http::response::{Body, BodyKind};
+use crate::rate::{Meter, MinRate};
 pub use crate::ws::SendError;
 use crate::ws::{Wake, WsNext};
 
@@ -271,6 +272,9 @@ pub(crate) struct SseConn {
     last_write: Instant,
     /// The stream is over: write what is left (and the last chunk), then close.
     ending: bool,
+    /// The minimum rate of output while the client does not take it all.
+    rate: Option<MinRate>,
+    sent: Meter,
 }
 
 impl SseConn {
@@ -279,6 +283,7 @@ impl SseConn {
         encoder: Encoder,
         waker: Box<dyn Wake>,
         now: Instant,
+        rate: Option<MinRate>,
     ) -> Self {
         let _ = stream.0.waker.set(waker);
         SseConn {
@@ -289,6 +294,8 @@ impl SseConn {
             written: 0,
             last_write: now,
             ending: false,
+            rate,
+            sent: Meter::new(rate),
         }
     }
 
@@ -324,6 +331,8 @@ impl SseConn {
             if self.written == self.out.len() {
                 self.out.clear();
                 self.written = 0;
+                // Everything is out: the next backlog is measured afresh.
+                self.sent = Meter::new(self.rate);
                 let mut q = lock(&self.shared.queue);
                 if !q.bytes.is_empty() {
                     self.encoder.encode(&q.bytes, &mut self.out);
@@ -367,11 +376,17 @@ impl SseConn {
                 Ok(n) => {
                     self.written += n;
                     self.last_write = now;
+                    self.sent.moved(now, n);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    // A client that takes the stream slower than the minimum rate is dropped.
+                    let stalled = self.sent.deadline(now);
+                    if stalled.is_some_and(|d| now >= d) {
+                        return self.closed();
+                    }
                     return WsNext::Wait {
                         write: true,
-                        deadline: deadline::after(now, Duration::from_secs(30)),
+                        deadline: stalled,
                     };
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -71,24 +71,6 @@ fn silent_connection_is_dropped(engine: Engine) {
     );
 }
 
-fn slow_body_times_out_without_killing_server(engine: Engine) {
-    let mut cfg = cfg();
-    cfg.read_timeout = Duration::from_millis(300);
-    let srv = start_with(engine, cfg, app);
-    let mut c = Client::new(srv.addr);
-    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\npartial");
-    assert!(
-        c.read_response(false).is_none_or(|r| r.status >= 400),
-        "no success for a stalled body"
-    );
-    assert_eq!(
-        Client::new(srv.addr)
-            .roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-            .status,
-        200
-    );
-}
-
 /// `Duration::MAX` is how a user says "never": every timeout set to it, the server serves and
 /// shuts down (deadlines saturate; nothing overflows an `Instant` and panics an engine thread).
 fn never_is_a_timeout(engine: Engine) {
@@ -97,7 +79,8 @@ fn never_is_a_timeout(engine: Engine) {
         Config {
             header_read_timeout: Duration::MAX,
             idle_timeout: Duration::MAX,
-            read_timeout: Duration::MAX,
+            body_rate: Some(twinhttp::MinRate::new(240, Duration::MAX)),
+            response_rate: Some(twinhttp::MinRate::new(240, Duration::MAX)),
             ..Config::default()
         },
         app,
@@ -124,5 +107,4 @@ engine_tests!(
     trickled_head_gets_408,
     idle_keep_alive_is_closed,
     silent_connection_is_dropped,
-    slow_body_times_out_without_killing_server,
 );

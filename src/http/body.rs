@@ -231,7 +231,9 @@ pub(crate) enum BodyEnd {
     Complete,
     /// A framing error or limit: answer with this status and close.
     Failed(ParseError),
-    /// I/O error or timeout: close without answering further.
+    /// The body came slower than the minimum rate: answer `408` and close.
+    TooSlow,
+    /// The peer closed or the connection failed: close without answering further.
     Broken,
 }
 
@@ -299,6 +301,7 @@ impl<S: Source> Read for BodyReader<'_, S> {
                 BodyEnd::Unread => {}
                 BodyEnd::Complete => return Ok(0),
                 BodyEnd::Failed(e) => return Err(Error::parse(e).into_io()),
+                BodyEnd::TooSlow => return Err(Error::new(crate::ErrorKind::TimedOut).into_io()),
                 BodyEnd::Broken => {
                     return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
                 }
@@ -337,7 +340,11 @@ impl<S: Source> Read for BodyReader<'_, S> {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    self.end = BodyEnd::Broken;
+                    self.end = if e.kind() == io::ErrorKind::TimedOut {
+                        BodyEnd::TooSlow
+                    } else {
+                        BodyEnd::Broken
+                    };
                     return Err(e);
                 }
             }

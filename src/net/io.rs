@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::deadline;
 use crate::http::linger::Linger;
+use crate::rate::Meter;
 
 /// How long one wait may sleep before looking at a cancel flag again.
 const CANCEL_CHECK: Duration = Duration::from_millis(100);
@@ -103,19 +103,23 @@ pub(crate) fn read_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<Opt
     }
 }
 
-/// Writes all of `data`, waiting until `deadline` when the socket buffer is full.
+/// Writes all of `data`, waiting while the socket buffer is full for as long as `meter` (the
+/// response's minimum rate) allows.
 pub(crate) fn write_all(
     mut stream: &TcpStream,
     mut data: &[u8],
-    deadline: Option<Instant>,
+    meter: &mut Meter,
 ) -> io::Result<()> {
     while !data.is_empty() {
         match stream.write(data) {
             Ok(0) => return Err(io::Error::from(ErrorKind::WriteZero)),
-            Ok(n) => data = &data[n..],
+            Ok(n) => {
+                meter.moved(Instant::now(), n);
+                data = &data[n..];
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if wait(stream, true, deadline, None).is_err() {
+                if wait(stream, true, meter.deadline(Instant::now()), None).is_err() {
                     return Err(timed_out());
                 }
             }
@@ -125,12 +129,12 @@ pub(crate) fn write_all(
     Ok(())
 }
 
-/// Writes and clears `out`.
-pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, timeout: Duration) -> io::Result<()> {
+/// Writes and clears `out`, measured by `meter`.
+pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, meter: &mut Meter) -> io::Result<()> {
     if out.is_empty() {
         return Ok(());
     }
-    let r = write_all(stream, out, deadline::after(Instant::now(), timeout));
+    let r = write_all(stream, out, meter);
     out.clear();
     r
 }
@@ -173,16 +177,19 @@ pub(crate) fn send_file(
     stream: &TcpStream,
     file: &std::fs::File,
     len: u64,
-    timeout: Duration,
+    meter: &mut Meter,
 ) -> bool {
     let mut left = len;
     while left > 0 {
         let chunk = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
         match rustix::fs::sendfile(stream, file, None, chunk) {
             Ok(0) => return false,
-            Ok(n) => left = left.saturating_sub(n as u64),
+            Ok(n) => {
+                meter.moved(Instant::now(), n);
+                left = left.saturating_sub(n as u64);
+            }
             Err(rustix::io::Errno::AGAIN) => {
-                if wait(stream, true, deadline::after(Instant::now(), timeout), None).is_err() {
+                if wait(stream, true, meter.deadline(Instant::now()), None).is_err() {
                     return false;
                 }
             }
@@ -199,7 +206,7 @@ pub(crate) fn send_file(
     stream: &TcpStream,
     mut file: &std::fs::File,
     len: u64,
-    timeout: Duration,
+    meter: &mut Meter,
 ) -> bool {
     let mut left = len;
     let mut piece = vec![0u8; 64 * 1024];
@@ -208,13 +215,7 @@ pub(crate) fn send_file(
         match file.read(&mut piece[..want]) {
             Ok(0) | Err(_) => return false,
             Ok(n) => {
-                if write_all(
-                    stream,
-                    &piece[..n],
-                    deadline::after(Instant::now(), timeout),
-                )
-                .is_err()
-                {
+                if write_all(stream, &piece[..n], meter).is_err() {
                     return false;
                 }
                 left -= n as u64;

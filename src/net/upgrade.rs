@@ -196,7 +196,7 @@ pub(crate) fn detach_events(
     let spawned = control.spawn_detached("twinhttp-sse", move || {
         let _open = open;
         let waker = Box::new(waiter.clone());
-        let sse = SseConn::new(events, encoder, waker, Instant::now());
+        let sse = SseConn::new(events, encoder, waker, Instant::now(), ctl.response_rate);
         run_session(&ctl, &waiter, &stream, sse, ReadBuf::new());
     });
     if let Err(e) = spawned {
@@ -220,7 +220,7 @@ fn run_ws(
         None => Arc::new(Waiter::new()?),
     };
     let sender = WsSender::new(Box::new(waiter.clone()), cfg.max_send_queue, peer);
-    let ws = WsConn::new(handler, cfg, sender, Instant::now());
+    let ws = WsConn::new(handler, cfg, sender, Instant::now(), control.response_rate);
     let mut buf = ReadBuf::new();
     buf.push(&leftover);
     run_session(control, &waiter, &stream, ws, buf);

@@ -26,6 +26,7 @@ use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io;
 use crate::net::sys::Registered;
+use crate::rate::Meter;
 use crate::sse::SseConn;
 use crate::ws::{Calls, Upgrade, Wake, WsConn, WsIo, WsNext, WsSender};
 
@@ -92,8 +93,12 @@ pub(crate) enum Next {
 enum Phase {
     /// Waiting for a request head (idle when nothing is buffered).
     Head,
-    /// Reading a request body into memory before dispatch.
-    Body { decoder: Decoder, body: Vec<u8> },
+    /// Reading a request body into memory before dispatch, at no less than the minimum rate.
+    Body {
+        decoder: Decoder,
+        body: Vec<u8>,
+        meter: Meter,
+    },
     /// The request is with a pool worker; nothing is read until its response is back.
     Dispatched,
     /// The connection speaks WebSocket.
@@ -133,6 +138,8 @@ pub(crate) struct Connection {
     read: Option<ReadBuf>,
     write: Option<Vec<u8>>,
     written: usize,
+    /// The minimum rate of the response being written.
+    sent: Meter,
     head: Option<Box<RequestHead>>,
     streaming: Option<Streaming>,
     /// Start of the current wait: accept, the last response, or the last body progress.
@@ -173,6 +180,7 @@ impl Connection {
             read: None,
             write: None,
             written: 0,
+            sent: Meter::new(None),
             head: None,
             streaming: None,
             since: now,
@@ -214,9 +222,9 @@ impl Connection {
             }
         }
         // The 101 (and any responses before it) go out before anything else.
-        match self.flush() {
+        match self.flush(cx.now) {
             Ok(true) => {}
-            Ok(false) => return self.wait(false, true, cx),
+            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
             Err(()) => return Next::Close,
         }
         if let Some(b) = self.write.take() {
@@ -375,9 +383,9 @@ impl Connection {
                 || self.http.is_closing()
                 || matches!(self.phase, Phase::Dispatched)
             {
-                match self.flush() {
+                match self.flush(cx.now) {
                     Ok(true) => {}
-                    Ok(false) => return self.wait(false, true, cx),
+                    Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
                     Err(()) => return Next::Close,
                 }
                 if self.stream_step() {
@@ -395,9 +403,9 @@ impl Connection {
                 };
             }
             if budget == 0 {
-                return match self.flush() {
+                return match self.flush(cx.now) {
                     Ok(true) => Next::Again,
-                    Ok(false) => self.wait(false, true, cx),
+                    Ok(false) => self.wait(false, true, cx.now, cx.cfg),
                     Err(()) => Next::Close,
                 };
             }
@@ -409,9 +417,9 @@ impl Connection {
                         .as_ref()
                         .is_some_and(|w| w.len() >= cx.cfg.limits.max_pipeline_output)
                     {
-                        match self.flush() {
+                        match self.flush(cx.now) {
                             Ok(true) => {}
-                            Ok(false) => return self.wait(false, true, cx),
+                            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
                             Err(()) => return Next::Close,
                         }
                     }
@@ -421,9 +429,9 @@ impl Connection {
                 Step::NeedInput => {}
             }
             // Everything answered so far goes out before waiting for more input.
-            match self.flush() {
+            match self.flush(cx.now) {
                 Ok(true) => {}
-                Ok(false) => return self.wait(false, true, cx),
+                Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
                 Err(()) => return Next::Close,
             }
             let filled = if drained {
@@ -435,7 +443,7 @@ impl Connection {
                 Fill::Got { short } => drained = short,
                 Fill::WouldBlock => {
                     self.release_idle(cx.pools);
-                    return self.wait(true, false, cx);
+                    return self.wait(true, false, cx.now, cx.cfg);
                 }
                 Fill::Closed => return Next::Close,
             }
@@ -525,13 +533,12 @@ impl Connection {
         self.respond(answered, cx);
     }
 
-    fn wait<H>(&self, read: bool, write: bool, cx: &Cx<'_, H>) -> Next {
-        let cfg = cx.cfg;
+    fn wait(&mut self, read: bool, write: bool, now: Instant, cfg: &Config) -> Next {
         let deadline = if write {
-            deadline::after(cx.now, cfg.write_timeout)
+            self.sent.deadline(now)
         } else {
-            match &self.phase {
-                Phase::Body { .. } => deadline::after(self.since, cfg.read_timeout),
+            match &mut self.phase {
+                Phase::Body { meter, .. } => meter.deadline(now),
                 Phase::Linger(linger) => {
                     return Next::Wait {
                         read,
@@ -563,7 +570,7 @@ impl Connection {
     }
 
     /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is full.
-    fn flush(&mut self) -> Result<bool, ()> {
+    fn flush(&mut self, now: Instant) -> Result<bool, ()> {
         let Some(out) = self.write.as_mut() else {
             return Ok(true);
         };
@@ -571,7 +578,10 @@ impl Connection {
         while self.written < out.len() {
             match stream.write(&out[self.written..]) {
                 Ok(0) => return Err(()),
-                Ok(n) => self.written += n,
+                Ok(n) => {
+                    self.written += n;
+                    self.sent.moved(now, n);
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Err(()),
@@ -642,12 +652,17 @@ impl Connection {
                         self.phase = Phase::Body {
                             decoder,
                             body: Vec::new(),
+                            meter: Meter::new(cx.cfg.min_request_body_rate),
                         };
                         Step::Progress
                     }
                 }
             }
-            Phase::Body { decoder, body } => {
+            Phase::Body {
+                decoder,
+                body,
+                meter,
+            } => {
                 let input = buf.filled();
                 match decoder.decode(input, usize::MAX) {
                     Err(e) => {
@@ -658,6 +673,7 @@ impl Connection {
                     Ok(d) => {
                         body.extend_from_slice(&input[d.data]);
                         buf.consume(d.consumed);
+                        meter.moved(cx.now, d.consumed);
                         self.since = cx.now;
                         if decoder.is_done() {
                             let body = std::mem::take(body);
@@ -709,6 +725,7 @@ impl Connection {
             return;
         };
         let closing = cx.closing || answered.panicked;
+        self.sent = Meter::new(cx.cfg.min_response_rate);
         self.phase = Phase::Head;
         self.served += 1;
         self.since = cx.now;
@@ -718,7 +735,13 @@ impl Connection {
         {
             After::Done => {}
             After::Stream(encoder, BodyKind::Events(events)) => {
-                let sse = SseConn::new(events, encoder, self.waker(cx), cx.now);
+                let sse = SseConn::new(
+                    events,
+                    encoder,
+                    self.waker(cx),
+                    cx.now,
+                    cx.cfg.min_response_rate,
+                );
                 self.phase = Phase::Sse(Box::new(sse));
             }
             After::Stream(encoder, BodyKind::File(file, len)) => {
@@ -729,7 +752,7 @@ impl Connection {
             After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
             After::Switch(Upgrade::WebSocket(handler, cfg)) => {
                 let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
-                let ws = WsConn::new(handler, *cfg, sender, cx.now);
+                let ws = WsConn::new(handler, *cfg, sender, cx.now, cx.cfg.min_response_rate);
                 self.phase = Phase::Ws(Box::new(ws));
             }
             After::Switch(raw) => self.phase = Phase::Detach(Some(Box::new(raw))),

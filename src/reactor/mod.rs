@@ -38,7 +38,7 @@ use polling::Poller;
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
-use crate::{Error, Handler, Limits, ShutdownHandle};
+use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
 
 /// Where handlers run.
@@ -70,8 +70,8 @@ pub(crate) struct Config {
     pub(crate) max_connections: usize,
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
-    pub(crate) read_timeout: Duration,
-    pub(crate) write_timeout: Duration,
+    pub(crate) min_request_body_rate: Option<MinRate>,
+    pub(crate) min_response_rate: Option<MinRate>,
     pub(crate) limits: Limits,
 }
 
@@ -94,8 +94,8 @@ impl Default for Builder {
                 max_connections: 16_384,
                 header_read_timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(60),
-                read_timeout: Duration::from_secs(30),
-                write_timeout: Duration::from_secs(30),
+                min_request_body_rate: Some(MinRate::default()),
+                min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
             },
         }
@@ -143,15 +143,18 @@ impl Builder {
         self
     }
 
-    /// Longest wait for more of a request body. Default: 30 s.
-    pub fn read_timeout(mut self, t: Duration) -> Self {
-        self.cfg.read_timeout = t;
+    /// The slowest a request body may arrive: slower, it is answered `408` and the connection
+    /// closed. `None`: no minimum. Default: [`MinRate::default()`] (240 bytes/s after 5 s).
+    pub fn min_request_body_rate(mut self, rate: Option<MinRate>) -> Self {
+        self.cfg.min_request_body_rate = rate;
         self
     }
 
-    /// Longest wait for the socket to take more of a response. Default: 30 s.
-    pub fn write_timeout(mut self, t: Duration) -> Self {
-        self.cfg.write_timeout = t;
+    /// The slowest a client may take a response, a WebSocket's or an event stream's output while
+    /// the server waits on it: slower, the connection is closed. `None`: no minimum. Default:
+    /// [`MinRate::default()`] (240 bytes/s after 5 s).
+    pub fn min_response_rate(mut self, rate: Option<MinRate>) -> Self {
+        self.cfg.min_response_rate = rate;
         self
     }
 
@@ -193,7 +196,7 @@ impl Builder {
             })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new(cfg.min_response_rate));
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
         let mut wakers = Vec::new();

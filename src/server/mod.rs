@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
-use crate::{Error, Handler, Limits, ShutdownHandle};
+use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
 /// Settings for a [`Server`]; every setter documents its default.
 #[derive(Clone, Debug)]
@@ -44,8 +44,8 @@ pub struct Builder {
     max_connections: usize,
     header_read_timeout: Duration,
     idle_timeout: Duration,
-    read_timeout: Duration,
-    write_timeout: Duration,
+    min_request_body_rate: Option<MinRate>,
+    min_response_rate: Option<MinRate>,
     park_idle: bool,
     park_sessions: bool,
     park_linger: Duration,
@@ -61,8 +61,8 @@ impl Default for Builder {
             max_connections: 16_384,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
-            read_timeout: Duration::from_secs(30),
-            write_timeout: Duration::from_secs(30),
+            min_request_body_rate: Some(MinRate::default()),
+            min_response_rate: Some(MinRate::default()),
             park_idle: true,
             park_sessions: true,
             park_linger: Duration::ZERO,
@@ -107,15 +107,19 @@ impl Builder {
         self
     }
 
-    /// Longest wait for the next bytes of a request body. Default: 30 s.
-    pub fn read_timeout(mut self, t: Duration) -> Self {
-        self.read_timeout = t;
+    /// The slowest a request body may arrive: slower, it is answered `408` and the connection
+    /// closed. Time the handler spends between reads does not count. `None`: no minimum.
+    /// Default: [`MinRate::default()`] (240 bytes/s after 5 s).
+    pub fn min_request_body_rate(mut self, rate: Option<MinRate>) -> Self {
+        self.min_request_body_rate = rate;
         self
     }
 
-    /// Longest wait for the socket to take more response bytes. Default: 30 s.
-    pub fn write_timeout(mut self, t: Duration) -> Self {
-        self.write_timeout = t;
+    /// The slowest a client may take a response (and, with parking on, a WebSocket's or event
+    /// stream's output) while the server waits on it: slower, the connection is closed.
+    /// `None`: no minimum. Default: [`MinRate::default()`] (240 bytes/s after 5 s).
+    pub fn min_response_rate(mut self, rate: Option<MinRate>) -> Self {
+        self.min_response_rate = rate;
         self
     }
 
@@ -175,7 +179,7 @@ impl Builder {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new(self.min_response_rate));
         let parker = if self.park_idle {
             let reads = head::HeadReads {
                 limits: self.limits,

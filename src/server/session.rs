@@ -11,12 +11,12 @@ use std::time::Instant;
 use super::connection::{Connection, Wait};
 use super::park::WakeParked;
 use super::worker::Shared;
-use crate::Handler;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
 use crate::net::upgrade::LongLived;
 use crate::sse::{SseConn, Stream};
 use crate::ws::{WsConfig, WsConn, WsHandler, WsNext, WsSender};
+use crate::{Handler, MinRate};
 
 /// A parked connection's state between the workers' turns.
 pub(crate) struct Session {
@@ -52,13 +52,25 @@ impl Session {
         cfg: WsConfig,
         wake: WakeParked,
         peer: Option<SocketAddr>,
+        rate: Option<MinRate>,
     ) -> Self {
         let sender = WsSender::new(Box::new(wake), cfg.max_send_queue, peer);
-        Session::new(Box::new(WsConn::new(handler, cfg, sender, Instant::now())))
+        Session::new(Box::new(WsConn::new(
+            handler,
+            cfg,
+            sender,
+            Instant::now(),
+            rate,
+        )))
     }
 
-    pub(crate) fn events(stream: Stream, encoder: Encoder, wake: WakeParked) -> Self {
-        let sse = SseConn::new(stream, encoder, Box::new(wake), Instant::now());
+    pub(crate) fn events(
+        stream: Stream,
+        encoder: Encoder,
+        wake: WakeParked,
+        rate: Option<MinRate>,
+    ) -> Self {
+        let sse = SseConn::new(stream, encoder, Box::new(wake), Instant::now(), rate);
         Session::new(Box::new(sse))
     }
 

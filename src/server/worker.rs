@@ -28,6 +28,7 @@ use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::upgrade::{Waiter, detach, detach_events};
+use crate::rate::Meter;
 use crate::ws::{Upgrade, WS_READ_BUF};
 
 /// What one server's workers share.
@@ -49,6 +50,8 @@ impl<H> Shared<H> {
 struct Scratch {
     read: ReadBuf,
     write: Vec<u8>,
+    /// The minimum rate of what `write` is flushing: the response under way.
+    sent: Meter,
     head: RequestHead,
     /// WebSockets read into this (`WS_READ_BUF` bytes), made when the first one comes.
     ws: Option<ReadBuf>,
@@ -61,6 +64,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     let mut scratch = Scratch {
         read: ReadBuf::new(),
         write: Vec::with_capacity(WRITE_BUF),
+        sent: Meter::new(shared.config.min_response_rate),
         head: RequestHead::default(),
         ws: None,
     };
@@ -151,7 +155,7 @@ fn serve<H: Handler>(
                     return finish(shared, conn, &http, s);
                 }
             }
-            flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+            flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
             match more_head(shared, &conn, &mut s.read, &mut due) {
                 More::Got => {}
                 More::Park(wait) => {
@@ -171,8 +175,8 @@ fn serve<H: Handler>(
         let source = SocketSource {
             stream,
             out: &mut s.write,
-            read_timeout: cfg.read_timeout,
-            write_timeout: cfg.write_timeout,
+            sent: &mut s.sent,
+            body: Meter::new(cfg.min_request_body_rate),
         };
         let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
         let Answer { response, panicked } =
@@ -184,17 +188,22 @@ fn serve<H: Handler>(
                 http.write_error(e.status(), &mut s.write);
                 return finish(shared, conn, &http, s);
             }
+            BodyEnd::TooSlow => {
+                http.request_timed_out(true, &mut s.write);
+                return finish(shared, conn, &http, s);
+            }
             BodyEnd::Broken => return None,
         };
 
-        // 3. The response.
+        // 3. The response, measured against the minimum rate from here.
+        s.sent = Meter::new(cfg.min_response_rate);
         let closing = panicked || shutting_down.load(Ordering::Acquire);
         let mark = s.write.len();
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
             After::Stream(encoder, BodyKind::Events(events)) if shared.parks_sessions() => {
                 return into_session(shared, conn, &mut http, s, mark, |wake, _| {
-                    Session::events(events, encoder, wake)
+                    Session::events(events, encoder, wake, cfg.min_response_rate)
                 });
             }
             After::Stream(encoder, BodyKind::Events(events)) => {
@@ -205,7 +214,7 @@ fn serve<H: Handler>(
                     http.write_error(503, &mut s.write);
                     return finish(shared, conn, &http, s);
                 };
-                flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+                flush(stream, &mut s.write, &mut s.sent).ok()?;
                 let (stream, open) = conn.into_parts().ok()?;
                 detach_events(
                     &shared.control,
@@ -219,7 +228,7 @@ fn serve<H: Handler>(
             }
             After::Stream(mut encoder, kind) => {
                 let pumped = catch_unwind(AssertUnwindSafe(|| {
-                    pump(stream, &mut s.write, &mut encoder, kind, cfg.write_timeout)
+                    pump(stream, &mut s.write, &mut encoder, kind, &mut s.sent)
                 }));
                 if !pumped.unwrap_or(false) {
                     http.abort();
@@ -227,7 +236,7 @@ fn serve<H: Handler>(
             }
             After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parks_sessions() => {
                 return into_session(shared, conn, &mut http, s, mark, |wake, peer| {
-                    Session::websocket(handler, *ws_cfg, wake, peer)
+                    Session::websocket(handler, *ws_cfg, wake, peer, cfg.min_response_rate)
                 });
             }
             After::Switch(upgrade) => {
@@ -242,7 +251,7 @@ fn serve<H: Handler>(
                     },
                     Upgrade::Raw(_) => None,
                 };
-                flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+                flush(stream, &mut s.write, &mut s.sent).ok()?;
                 let leftover = s.read.filled().to_vec();
                 let peer = conn.peer;
                 let (stream, open) = conn.into_parts().ok()?;
@@ -262,7 +271,7 @@ fn serve<H: Handler>(
             return finish(shared, conn, &http, s);
         }
         if s.write.len() >= cfg.limits.max_pipeline_output {
-            flush(stream, &mut s.write, cfg.write_timeout).ok()?;
+            flush(stream, &mut s.write, &mut s.sent).ok()?;
         }
         // 4. The next request: already buffered (pipelined: its head is due from now), or read
         // for at step 1.
@@ -382,8 +391,7 @@ fn finish<H>(
     http: &Conn,
     s: &mut Scratch,
 ) -> Option<Connection> {
-    let cfg = &shared.config;
-    flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
     match (http.state(), &shared.parker) {
         (State::Closing(Close::Linger), Some(_)) => match head::linger(conn, Instant::now()) {
             Outcome::Park(conn) | Outcome::Ready(conn) => Some(conn),
@@ -409,7 +417,6 @@ fn into_session<H: Handler>(
     mark: usize,
     make: impl FnOnce(WakeParked, Option<SocketAddr>) -> Session,
 ) -> Option<Connection> {
-    let cfg = &shared.config;
     let (mut conn, wake) = match shared.parker.as_ref()?.enroll(conn) {
         Ok(enrolled) => enrolled,
         Err(Some(conn)) => {
@@ -419,7 +426,7 @@ fn into_session<H: Handler>(
         }
         Err(None) => return None,
     };
-    flush(conn.stream(), &mut s.write, cfg.write_timeout).ok()?;
+    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
     let peer = conn.peer;
     conn.wait = Wait::Session(Box::new(make(wake, peer)));
     session::drive(shared, conn, &mut s.read)
@@ -431,13 +438,12 @@ fn pump(
     out: &mut Vec<u8>,
     encoder: &mut Encoder,
     kind: BodyKind,
-    timeout: Duration,
+    sent: &mut Meter,
 ) -> bool {
     match kind {
         BodyKind::File(file, len) => {
             // The head goes first; the bytes bypass the encoder (a file body has a length).
-            return flush(stream, out, timeout).is_ok()
-                && io::send_file(stream, &file, len, timeout);
+            return flush(stream, out, sent).is_ok() && io::send_file(stream, &file, len, sent);
         }
         BodyKind::Reader(mut reader, _) => {
             let mut chunk = vec![0u8; 16 * 1024];
@@ -449,7 +455,7 @@ fn pump(
                     Ok(0) => break,
                     Ok(n) => {
                         encoder.encode(&chunk[..n], out);
-                        if flush(stream, out, timeout).is_err() {
+                        if flush(stream, out, sent).is_err() {
                             return false;
                         }
                     }
@@ -461,40 +467,39 @@ fn pump(
         BodyKind::Chunks(chunks) => {
             for chunk in chunks {
                 encoder.encode(&chunk, out);
-                if flush(stream, out, timeout).is_err() {
+                if flush(stream, out, sent).is_err() {
                     return false;
                 }
             }
         }
         BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) | BodyKind::Events(_) => {}
     }
-    encoder.finish(out) && flush(stream, out, timeout).is_ok()
+    encoder.finish(out) && flush(stream, out, sent).is_ok()
 }
 
 /// The body reader's view of the socket.
 struct SocketSource<'a> {
     stream: &'a TcpStream,
     out: &'a mut Vec<u8>,
-    read_timeout: Duration,
-    write_timeout: Duration,
+    /// The minimum rate of the output flushed before waiting on the peer.
+    sent: &'a mut Meter,
+    /// The minimum rate of the body.
+    body: Meter,
 }
 
 impl Source for SocketSource<'_> {
     fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
         // Responses to earlier pipelined requests go out before we wait on the peer.
-        flush(self.stream, self.out, self.write_timeout)?;
-        let n = io::read(
-            self.stream,
-            buf.spare(0),
-            deadline::after(Instant::now(), self.read_timeout),
-            None,
-        )?;
+        flush(self.stream, self.out, self.sent)?;
+        let deadline = self.body.deadline(Instant::now());
+        let n = io::read(self.stream, buf.spare(0), deadline, None)?;
+        self.body.moved(Instant::now(), n);
         buf.filled_by(n);
         Ok(n)
     }
 
     fn send_continue(&mut self) -> std::io::Result<()> {
         self.out.extend_from_slice(CONTINUE);
-        flush(self.stream, self.out, self.write_timeout)
+        flush(self.stream, self.out, self.sent)
     }
 }

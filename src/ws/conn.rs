@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tungstenite::error::{Error as WsError, ProtocolError};
 use tungstenite::protocol::frame::coding::CloseCode;
@@ -17,6 +17,7 @@ use tungstenite::{Bytes, Message};
 use super::{Out, WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
 use crate::http::buf::ReadBuf;
+use crate::rate::{Meter, MinRate};
 
 /// Size of the read buffer a WebSocket is driven with: a 16 KiB message arrives in one read
 /// instead of three through the 8 KiB HTTP buffer (`bench/syscalls.sh ws`: 3.15 reads per 16 KiB
@@ -25,8 +26,6 @@ pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 
 /// Messages read per step before other connections get their turn.
 const MESSAGE_BUDGET: u32 = 64;
-/// A peer that takes none of our output for this long is dropped.
-const WRITE_STALL: Duration = Duration::from_secs(30);
 
 /// The socket as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
 /// up to its size, however little tungstenite asks for per call), writes go straight out.
@@ -41,6 +40,8 @@ pub(crate) struct WsIo<'a> {
     drained: bool,
     /// A read that fills the buffer doubles it, up to this many bytes (0: never grows).
     grow_to: usize,
+    /// Bytes written since the last [`WsIo::take_written`], for the output's minimum rate.
+    written: usize,
 }
 
 impl<'a> WsIo<'a> {
@@ -52,7 +53,13 @@ impl<'a> WsIo<'a> {
             short_read_drains: false,
             drained: false,
             grow_to: 0,
+            written: 0,
         }
+    }
+
+    /// Bytes written since the last call.
+    fn take_written(&mut self) -> usize {
+        std::mem::take(&mut self.written)
     }
 
     /// For a connection's own buffer on the thread engine: stops reading after a short read
@@ -104,6 +111,10 @@ impl Write for WsIo<'_> {
         loop {
             match (&mut &*self.sock).write(data) {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Ok(n) => {
+                    self.written += n;
+                    return Ok(n);
+                }
                 other => return other,
             }
         }
@@ -209,7 +220,9 @@ pub(crate) struct WsConn {
     /// The close frame we sent, reported to `on_close` if the peer's never comes.
     sent_close: Option<CloseFrame>,
     close_reported: bool,
-    write_blocked_since: Option<Instant>,
+    /// The minimum rate of output while the peer does not take it all.
+    rate: Option<MinRate>,
+    sent: Meter,
 }
 
 impl WsConn {
@@ -218,6 +231,7 @@ impl WsConn {
         cfg: WsConfig,
         sender: WsSender,
         now: Instant,
+        rate: Option<MinRate>,
     ) -> Self {
         WsConn {
             ctx: WebSocketContext::new(Role::Server, Some(cfg.tungstenite())),
@@ -231,7 +245,8 @@ impl WsConn {
             pinged: false,
             sent_close: None,
             close_reported: false,
-            write_blocked_since: None,
+            rate,
+            sent: Meter::new(rate),
         }
     }
 
@@ -281,14 +296,17 @@ impl WsConn {
                 continue;
             }
             match self.ctx.flush(io) {
-                Ok(()) => self.write_blocked_since = None,
+                // Everything is out: the next backlog is measured afresh.
+                Ok(()) => self.sent = Meter::new(self.rate),
                 Err(e) if would_block(&e) => {
-                    let since = *self.write_blocked_since.get_or_insert(now);
-                    if now.duration_since(since) >= WRITE_STALL {
+                    // A peer that takes our output slower than the minimum rate is dropped.
+                    self.sent.moved(now, io.take_written());
+                    let stalled = self.sent.deadline(now);
+                    if stalled.is_some_and(|d| now >= d) {
                         self.end();
                         continue;
                     }
-                    return self.wait(true, now);
+                    return self.wait(Some(stalled));
                 }
                 Err(e) => {
                     self.ended_by(e, io);
@@ -320,7 +338,7 @@ impl WsConn {
                 }
                 Err(e) if would_block(&e) => {
                     if self.calls.is_empty() && !self.sender.settle() {
-                        return self.wait(false, now);
+                        return self.wait(None);
                     }
                 }
                 Err(e) => self.ended_by(e, io),
@@ -396,10 +414,12 @@ impl WsConn {
         self.life == Life::Open
     }
 
-    fn wait(&self, write: bool, now: Instant) -> WsNext {
-        let deadline = match self.life {
-            Life::Closing(until) => until,
-            _ if write => deadline::after(now, WRITE_STALL),
+    /// Waits for the socket; `stalled`: output is blocked, and this is when its rate runs out.
+    fn wait(&self, stalled: Option<Option<Instant>>) -> WsNext {
+        let write = stalled.is_some();
+        let deadline = match (&self.life, stalled) {
+            (Life::Closing(until), _) => *until,
+            (_, Some(stalled)) => stalled,
             _ => {
                 let ping = self
                     .cfg

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use twinhttp::{Body, Handler, Limits, Request, Response};
+use twinhttp::{Body, Handler, Limits, MinRate, Request, Response};
 
 /// The engine configurations every behaviour test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,8 @@ pub struct Config {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
-    pub read_timeout: Duration,
+    pub body_rate: Option<MinRate>,
+    pub response_rate: Option<MinRate>,
 }
 
 impl Default for Config {
@@ -57,7 +58,8 @@ impl Default for Config {
             max_connections: 1000,
             header_read_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(5),
+            body_rate: Some(MinRate::default()),
+            response_rate: Some(MinRate::default()),
         }
     }
 }
@@ -115,7 +117,8 @@ pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestSer
                 .max_connections(cfg.max_connections)
                 .header_read_timeout(cfg.header_read_timeout)
                 .idle_timeout(cfg.idle_timeout)
-                .read_timeout(cfg.read_timeout)
+                .min_request_body_rate(cfg.body_rate)
+                .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
                 .park_idle(engine == Engine::Server)
                 .serve("127.0.0.1:0", handler)
@@ -131,7 +134,8 @@ pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestSer
                 .max_connections(cfg.max_connections)
                 .header_read_timeout(cfg.header_read_timeout)
                 .idle_timeout(cfg.idle_timeout)
-                .read_timeout(cfg.read_timeout)
+                .min_request_body_rate(cfg.body_rate)
+                .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
                 .serve("127.0.0.1:0", handler)
                 .expect("reactor starts"),

@@ -1,0 +1,174 @@
+//! Minimum data rates: the rule that replaces per-engine read and write timeouts. A request body
+//! that arrives slower, or a client that takes a response (or a WebSocket's or event stream's
+//! output) slower, is cut off; a slow client costs a connection for a bounded time, never a
+//! worker for as long as it likes.
+
+use std::time::{Duration, Instant};
+
+use crate::deadline;
+
+/// The slowest transfer a connection may keep up: after `grace`, a transfer that has averaged
+/// fewer than `bytes_per_second` over the time it waited on the client is cut off. Time the
+/// server itself spends (a handler computing between reads of its body, a stream producing its
+/// next piece) does not count. The anchor is ASP.NET Core Kestrel's `MinDataRate`; the default is
+/// its default, 240 bytes/s after a 5 s grace period.
+///
+/// A request body that is too slow is answered `408 Request Timeout` and the connection closed
+/// (lingering); a response, WebSocket or event stream whose client reads too slowly is closed.
+///
+/// ```
+/// use std::time::Duration;
+/// use twinhttp::MinRate;
+///
+/// let strict = MinRate::new(1024, Duration::from_secs(2));
+/// assert_eq!(MinRate::default(), MinRate::new(240, Duration::from_secs(5)));
+/// # let _ = strict;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MinRate {
+    /// The average a transfer must keep up once the grace period is over. 0 means no minimum.
+    pub bytes_per_second: u64,
+    /// How long a transfer may wait on its client before the rate applies.
+    pub grace: Duration,
+}
+
+impl MinRate {
+    /// A minimum of `bytes_per_second` after `grace`.
+    pub const fn new(bytes_per_second: u64, grace: Duration) -> Self {
+        MinRate {
+            bytes_per_second,
+            grace,
+        }
+    }
+
+    /// How long a transfer that moved `bytes` may have waited in all: `bytes` at the rate, and
+    /// at least the grace period. `None` when there is no minimum.
+    fn allowance(&self, bytes: u64) -> Option<Duration> {
+        let r = self.bytes_per_second;
+        if r == 0 {
+            return None;
+        }
+        let nanos = u128::from(bytes % r) * 1_000_000_000 / u128::from(r);
+        let at_rate = Duration::from_secs(bytes / r).saturating_add(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ));
+        Some(at_rate.max(self.grace))
+    }
+}
+
+impl Default for MinRate {
+    fn default() -> Self {
+        MinRate::new(240, Duration::from_secs(5))
+    }
+}
+
+/// One transfer measured against a [`MinRate`], sans-I/O: the engine says when it starts waiting
+/// on the peer and when bytes move; the meter says until when the wait may last.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meter {
+    rate: Option<MinRate>,
+    bytes: u64,
+    /// Time spent waiting on the peer, waits that ended.
+    waited: Duration,
+    /// The wait under way: when it began.
+    waiting: Option<Instant>,
+    /// The transfer has had to wait on the peer: bytes count from then on. Bytes a socket took
+    /// (or had) at once earn no credit, so a client that stops reading after its socket buffers
+    /// filled is cut at the end of the grace period, not megabytes later.
+    blocked: bool,
+}
+
+impl Meter {
+    /// A transfer that has moved nothing yet; `None`: no minimum.
+    pub(crate) fn new(rate: Option<MinRate>) -> Self {
+        Meter {
+            rate,
+            bytes: 0,
+            waited: Duration::ZERO,
+            waiting: None,
+            blocked: false,
+        }
+    }
+
+    /// The transfer waits on the peer from `now` (or from when the wait under way began): when
+    /// it falls below the rate if nothing moves. `None`: never.
+    pub(crate) fn deadline(&mut self, now: Instant) -> Option<Instant> {
+        let allowance = self.rate?.allowance(self.bytes)?;
+        self.blocked = true;
+        let since = *self.waiting.get_or_insert(now);
+        deadline::after(since, allowance.saturating_sub(self.waited))
+    }
+
+    /// `n` bytes moved at `now`; the wait under way, if any, ends.
+    pub(crate) fn moved(&mut self, now: Instant, n: usize) {
+        if let Some(since) = self.waiting.take() {
+            self.waited = self
+                .waited
+                .saturating_add(now.saturating_duration_since(since));
+        }
+        if self.blocked {
+            self.bytes = self.bytes.saturating_add(n as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trickle_is_cut_at_the_grace_period_and_a_steady_stream_is_not() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut m = Meter::new(Some(MinRate::default()));
+        assert_eq!(m.deadline(t0), Some(t0 + 5 * s));
+        // Two bytes a second: the deadline stays at the end of the grace period.
+        for i in 1..5 {
+            m.moved(t0 + i * s, 2);
+            assert_eq!(m.deadline(t0 + i * s), Some(t0 + 5 * s));
+        }
+        // 1,200 bytes a second: each second buys five more.
+        let mut m = Meter::new(Some(MinRate::default()));
+        for i in 1..=10 {
+            m.deadline(t0 + (i - 1) * s);
+            m.moved(t0 + i * s, 1200);
+        }
+        assert_eq!(m.deadline(t0 + 10 * s), Some(t0 + 50 * s));
+    }
+
+    #[test]
+    fn bytes_before_the_first_wait_earn_no_credit() {
+        let t0 = Instant::now();
+        let mut m = Meter::new(Some(MinRate::default()));
+        m.moved(t0, 4 << 20);
+        assert_eq!(m.deadline(t0), Some(t0 + Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn only_time_spent_waiting_counts() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut m = Meter::new(Some(MinRate::new(100, 2 * s)));
+        m.deadline(t0);
+        m.moved(t0 + s, 0);
+        // The server worked for an hour without waiting on the peer.
+        let later = t0 + 3600 * s;
+        assert_eq!(m.deadline(later), Some(later + s));
+    }
+
+    #[test]
+    fn off_and_huge_values_never_overflow() {
+        let now = Instant::now();
+        assert_eq!(Meter::new(None).deadline(now), None);
+        assert_eq!(
+            Meter::new(Some(MinRate::new(0, Duration::ZERO))).deadline(now),
+            None
+        );
+        let mut m = Meter::new(Some(MinRate::new(1, Duration::MAX)));
+        assert_eq!(m.deadline(now), None);
+        let mut m = Meter::new(Some(MinRate::new(u64::MAX, Duration::ZERO)));
+        m.moved(now, usize::MAX);
+        m.moved(now, usize::MAX);
+        assert!(m.deadline(now).is_some());
+    }
+}

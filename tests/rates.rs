@@ -1,0 +1,212 @@
+//! Minimum data rates, on every engine configuration: a request body trickled slower than the
+//! minimum is answered `408` and closed at the end of the grace period (with the default rate,
+//! within 10 s); a client that stops reading a large response, a WebSocket or an event stream is
+//! closed at the end of the grace period; with the rates off, neither happens.
+#![cfg(feature = "server")]
+mod support;
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{Client, Config, Engine, TestServer, connect, read_head, send, start_with};
+use twinhttp::sse::Event;
+use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::{MinRate, Request, Response};
+
+const GRACE: Duration = Duration::from_millis(1000);
+const BIG: usize = 64 << 20;
+
+fn app(req: &mut Request<'_>) -> Response {
+    match req.path() {
+        "/big" => Response::new(200).with_body(vec![b'x'; BIG]),
+        "/ws" => match req.upgrade_websocket() {
+            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
+                let _ = ws.send(msg);
+            }),
+            Err(refusal) => refusal,
+        },
+        "/events" => {
+            let (resp, sender) = Response::event_stream();
+            std::thread::spawn(move || {
+                let piece = "x".repeat(16 * 1024);
+                // Bounded: stops when the stream is closed or after 64 MB.
+                for _ in 0..4096 {
+                    if sender.send(Event::data(piece.clone())).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            resp
+        }
+        _ => support::app(req),
+    }
+}
+
+fn rates(on: bool) -> Config {
+    let rate = on.then_some(MinRate::new(240, GRACE));
+    Config {
+        body_rate: rate,
+        response_rate: rate,
+        ..Config::default()
+    }
+}
+
+/// Waits (bounded) until the server has accepted the connection, then until it has no open
+/// connection; how long that took from `started`.
+fn until_closed(srv: &TestServer, started: Instant) -> Duration {
+    while srv.open_connections() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "never accepted");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let limit = started + Duration::from_secs(10);
+    while srv.open_connections() > 0 {
+        assert!(Instant::now() < limit, "still open after 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    started.elapsed()
+}
+
+fn assert_cut_at_grace(took: Duration, what: &str) {
+    assert!(
+        took >= GRACE - Duration::from_millis(100) && took < GRACE * 4,
+        "{what} closed after {took:?} for a {GRACE:?} grace period"
+    );
+}
+
+/// Sends `body` one byte every `every` from a thread of its own (it stops at the first error).
+fn trickle(c: &Client, body: &'static [u8], every: Duration) -> std::thread::JoinHandle<()> {
+    let mut s = c.reader.get_ref().try_clone().expect("clone");
+    std::thread::spawn(move || {
+        for b in body {
+            std::thread::sleep(every);
+            if s.write_all(&[*b]).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+fn trickled_body_gets_408_at_the_grace_period(engine: Engine) {
+    let srv = start_with(engine, rates(true), app);
+    let mut c = Client::new(srv.addr);
+    let started = Instant::now();
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+    let writer = trickle(&c, &[b'a'; 100], Duration::from_millis(250));
+    let r = c.response();
+    assert_eq!(r.status, 408);
+    assert!(r.closes());
+    assert_cut_at_grace(started.elapsed(), "a body at 4 bytes/s");
+    assert!(c.is_closed());
+    let _ = writer.join();
+}
+
+/// The bar, with the default rate (240 bytes/s after 5 s): 2 bytes/s is cut within 10 s.
+fn default_rate_cuts_two_bytes_a_second_within_10_s(engine: Engine) {
+    let srv = start_with(engine, Config::default(), app);
+    let mut c = Client::new(srv.addr);
+    let started = Instant::now();
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+    let writer = trickle(&c, &[b'a'; 100], Duration::from_millis(500));
+    assert_eq!(c.response().status, 408);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(4900) && took < Duration::from_secs(10),
+        "408 after {took:?}"
+    );
+    let _ = writer.join();
+}
+
+fn with_the_rate_off_a_slow_body_finishes(engine: Engine) {
+    let srv = start_with(engine, rates(false), app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\n\r\n");
+    // 8 bytes over 1.6 s: slower than 240 bytes/s for longer than the grace period.
+    let writer = trickle(&c, b"abcdefgh", Duration::from_millis(200));
+    let r = c.response();
+    assert_eq!((r.status, r.text()), (200, "abcdefgh".to_owned()));
+    let _ = writer.join();
+}
+
+fn a_client_that_stops_reading_a_response_is_cut(engine: Engine) {
+    let srv = start_with(engine, rates(true), app);
+    let mut s = connect(srv.addr);
+    let started = Instant::now();
+    send(&mut s, b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_cut_at_grace(until_closed(&srv, started), "a stalled reader of 64 MB");
+}
+
+fn with_the_rate_off_a_late_reader_gets_everything(engine: Engine) {
+    let srv = start_with(engine, rates(false), app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    while srv.open_connections() == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Past the grace period the rate would have cut, and still open.
+    let deadline = Instant::now() + GRACE * 2;
+    while Instant::now() < deadline {
+        assert_eq!(srv.open_connections(), 1, "closed with the rate off");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = c.response();
+    assert_eq!((r.status, r.body.len()), (200, BIG));
+}
+
+/// A binary frame from the client (masked with a zero key, so the payload is as is).
+fn client_frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x82, 0x80 | 127];
+    f.extend_from_slice(&(payload.len() as u64).to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+fn a_websocket_that_stops_reading_is_cut(engine: Engine) {
+    let srv = Arc::new(start_with(engine, rates(true), app));
+    let mut s: TcpStream = connect(srv.addr);
+    send(
+        &mut s,
+        b"GET /ws HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    );
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    // Echoes of 64 MB, never read: the server's output backs up.
+    let mut w = s.try_clone().expect("clone");
+    let started = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let frame = client_frame(&[7u8; 256 * 1024]);
+        for _ in 0..256 {
+            if w.write_all(&frame).is_err() {
+                break;
+            }
+        }
+    });
+    assert_cut_at_grace(
+        until_closed(&srv, started),
+        "a WebSocket that reads nothing",
+    );
+    drop(s);
+    let _ = writer.join();
+}
+
+fn an_event_stream_that_stops_reading_is_cut(engine: Engine) {
+    let srv = start_with(engine, rates(true), app);
+    let mut s = connect(srv.addr);
+    let started = Instant::now();
+    send(&mut s, b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_cut_at_grace(
+        until_closed(&srv, started),
+        "an event stream that reads nothing",
+    );
+}
+
+engine_tests!(
+    trickled_body_gets_408_at_the_grace_period,
+    default_rate_cuts_two_bytes_a_second_within_10_s,
+    with_the_rate_off_a_slow_body_finishes,
+    a_client_that_stops_reading_a_response_is_cut,
+    with_the_rate_off_a_late_reader_gets_everything,
+    a_websocket_that_stops_reading_is_cut,
+    an_event_stream_that_stops_reading_is_cut,
+);
