@@ -263,18 +263,19 @@ impl<'a, S: Source> BodyReader<'a, S> {
         }
     }
 
-    /// Reads and discards what is left of the body, up to `limit` bytes; true when the body
-    /// ended (the connection is in sync), false when it must be closed.
+    /// Reads and discards what is left of the body, up to `limit` bytes. [`BodyReader::end`]
+    /// then says how it ended: complete (the connection is in sync), failed or too slow (as a
+    /// read would have), or still unread (more than `limit`, or held back for `100 Continue`).
     #[cfg(feature = "server")]
-    pub(crate) fn drain(&mut self, limit: u64) -> bool {
+    pub(crate) fn drain(&mut self, limit: u64) {
         if self.expect_continue {
             // The client may still be waiting for 100 Continue before sending: we cannot know
             // whether a body will follow, so the connection cannot be reused.
-            return false;
+            return;
         }
         if matches!(self.decoder, Decoder::Length { remaining } if remaining > limit) {
             // More than we would read anyway: close at once instead of waiting for it.
-            return false;
+            return;
         }
         let mut left = limit;
         let mut scratch = [0u8; 4096];
@@ -285,7 +286,6 @@ impl<'a, S: Source> BodyReader<'a, S> {
                 Err(_) => break,
             }
         }
-        self.end == BodyEnd::Complete
     }
 
     fn fail(&mut self, err: ParseError) -> io::Error {

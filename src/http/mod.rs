@@ -11,3 +11,4 @@ pub(crate) mod parse;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod status;
+pub(crate) mod stream;

@@ -20,10 +20,11 @@ use crate::engine::OpenGuard;
 use crate::handler::{Answer, answer};
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
+use crate::http::conn::{After, CONTINUE, Close, Conn, State};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
+use crate::http::stream::{STREAM_PIECE, Streaming};
 use crate::net::io;
 use crate::net::sys::Registered;
 use crate::rate::Meter;
@@ -56,8 +57,6 @@ impl Wake for LoopWake {
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
-/// Bytes of a streamed response body produced per step.
-const STREAM_PIECE: usize = 16 * 1024;
 
 /// What the loop needs to run a connection's step.
 pub(crate) struct Cx<'a, H> {
@@ -111,12 +110,6 @@ enum Phase {
     /// The last response is out and the write side shut; what the client still sends is read
     /// and dropped until it closes (a lingering close, as the core decided).
     Linger(Linger),
-}
-
-/// A response body being produced piece by piece as the socket takes it.
-struct Streaming {
-    encoder: Encoder,
-    body: BodyKind,
 }
 
 enum Step {
@@ -744,12 +737,8 @@ impl Connection {
                 );
                 self.phase = Phase::Sse(Box::new(sse));
             }
-            After::Stream(encoder, BodyKind::File(file, len)) => {
-                // Read in pieces on the loop, like any sized reader.
-                let body = BodyKind::Reader(Box::new(file.take(len)), Some(len));
-                self.streaming = Some(Streaming { encoder, body });
-            }
-            After::Stream(encoder, body) => self.streaming = Some(Streaming { encoder, body }),
+            // A file is read in pieces on the loop, like any sized reader.
+            After::Stream(encoder, body) => self.streaming = Some(Streaming::new(encoder, body)),
             After::Switch(Upgrade::WebSocket(handler, cfg)) => {
                 let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
                 let ws = WsConn::new(handler, *cfg, sender, cx.now, cx.cfg.min_response_rate);
@@ -818,41 +807,4 @@ enum Fill {
     },
     WouldBlock,
     Closed,
-}
-
-impl Streaming {
-    /// Appends the next piece; `Some(complete)` when the body ended.
-    fn produce(&mut self, out: &mut Vec<u8>) -> Option<bool> {
-        match &mut self.body {
-            BodyKind::Reader(reader, _) => {
-                if matches!(self.encoder, Encoder::Length { remaining: 0 }) {
-                    return Some(self.encoder.finish(out));
-                }
-                let mut piece = [0u8; STREAM_PIECE];
-                loop {
-                    return match reader.read(&mut piece) {
-                        Ok(0) => Some(self.encoder.finish(out)),
-                        Ok(n) => {
-                            self.encoder.encode(&piece[..n], out);
-                            None
-                        }
-                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                        Err(_) => Some(false),
-                    };
-                }
-            }
-            BodyKind::Chunks(chunks) => match chunks.next() {
-                Some(chunk) => {
-                    self.encoder.encode(&chunk, out);
-                    None
-                }
-                None => Some(self.encoder.finish(out)),
-            },
-            BodyKind::Static(_)
-            | BodyKind::Bytes(_)
-            | BodyKind::Upgrade(_)
-            | BodyKind::Events(_)
-            | BodyKind::File(..) => Some(self.encoder.finish(out)),
-        }
-    }
 }

@@ -3,7 +3,6 @@
 //! parker once nothing whole is buffered: idle, part of its next head, or lingering after an
 //! error. A worker never waits for a request head (with parking on).
 
-use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -26,6 +25,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
+use crate::http::stream::Streaming;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::upgrade::{Waiter, detach, detach_events};
 use crate::rate::Meter;
@@ -181,9 +181,16 @@ fn serve<H: Handler>(
         let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
         let Answer { response, panicked } =
             answer(&shared.handler, &s.head, &mut reader, conn.peer);
+        // A body the handler left unread is read and dropped (up to `max_drain_bytes`), so that
+        // it is judged as a read would judge it: malformed is 400, too slow 408, whether the
+        // handler read it or not (the reactor reads every body before its handler runs).
+        if reader.end == BodyEnd::Unread && !panicked {
+            reader.drain(cfg.limits.max_drain_bytes);
+        }
         let in_sync = match reader.end {
             BodyEnd::Complete => true,
-            BodyEnd::Unread => !panicked && reader.drain(cfg.limits.max_drain_bytes),
+            // Too large to drain, held back for `100 Continue`, or the handler panicked.
+            BodyEnd::Unread => false,
             BodyEnd::Failed(e) => {
                 http.write_error(e.status(), &mut s.write);
                 return finish(shared, conn, &http, s);
@@ -226,9 +233,9 @@ fn serve<H: Handler>(
                 );
                 return None;
             }
-            After::Stream(mut encoder, kind) => {
+            After::Stream(encoder, kind) => {
                 let pumped = catch_unwind(AssertUnwindSafe(|| {
-                    pump(stream, &mut s.write, &mut encoder, kind, &mut s.sent)
+                    pump(stream, &mut s.write, encoder, kind, &mut s.sent)
                 }));
                 if !pumped.unwrap_or(false) {
                     http.abort();
@@ -432,49 +439,29 @@ fn into_session<H: Handler>(
     session::drive(shared, conn, &mut s.read)
 }
 
-/// Writes a streamed body: every piece the reader or iterator produces goes out at once.
+/// Writes a streamed body: every piece the core produces goes out at once; a file goes by
+/// `sendfile(2)`.
 fn pump(
     stream: &TcpStream,
     out: &mut Vec<u8>,
-    encoder: &mut Encoder,
+    encoder: Encoder,
     kind: BodyKind,
     sent: &mut Meter,
 ) -> bool {
-    match kind {
-        BodyKind::File(file, len) => {
-            // The head goes first; the bytes bypass the encoder (a file body has a length).
-            return flush(stream, out, sent).is_ok() && io::send_file(stream, &file, len, sent);
-        }
-        BodyKind::Reader(mut reader, _) => {
-            let mut chunk = vec![0u8; 16 * 1024];
-            loop {
-                if matches!(encoder, Encoder::Length { remaining: 0 }) {
-                    break;
-                }
-                match reader.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        encoder.encode(&chunk[..n], out);
-                        if flush(stream, out, sent).is_err() {
-                            return false;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => return false,
-                }
-            }
-        }
-        BodyKind::Chunks(chunks) => {
-            for chunk in chunks {
-                encoder.encode(&chunk, out);
-                if flush(stream, out, sent).is_err() {
-                    return false;
-                }
-            }
-        }
-        BodyKind::Static(_) | BodyKind::Bytes(_) | BodyKind::Upgrade(_) | BodyKind::Events(_) => {}
+    if let BodyKind::File(file, len) = kind {
+        // The head goes first; the bytes bypass the encoder (a file body has a length).
+        return flush(stream, out, sent).is_ok() && io::send_file(stream, &file, len, sent);
     }
-    encoder.finish(out) && flush(stream, out, sent).is_ok()
+    let mut body = Streaming::new(encoder, kind);
+    loop {
+        let end = body.produce(out);
+        if flush(stream, out, sent).is_err() {
+            return false;
+        }
+        if let Some(complete) = end {
+            return complete;
+        }
+    }
 }
 
 /// The body reader's view of the socket.
