@@ -6,12 +6,13 @@
 //!
 //! - **Core** (always built): request parsing with `httparse`, RFC 9112 framing (Content-Length,
 //!   chunked, the smuggling rules), keep-alive and pipelining, response framing, `100-continue`,
-//!   and the [`Limits`] every request is checked against. It never touches a socket; both engines
+//!   the [`Limits`] every request is checked against, the [`MinRate`]s every transfer is held to,
+//!   and how each exchange ends (keep-alive, close, or a lingering close after an error). It never touches a socket; both engines
 //!   drive it, so framing, limits and error statuses are the same on both by construction.
 //! - **[`server`]** (feature `server`): an OS-thread-pool engine. Handlers are plain blocking
-//!   code on worker threads. An idle keep-alive connection does not hold a worker: it is parked in
-//!   an epoll/kqueue poller and handed back to the pool when its next request arrives; a
-//!   WebSocket is parked the same way between messages.
+//!   code on worker threads, and a worker gets a request, not a socket: new, idle and slow
+//!   connections wait in an epoll/kqueue poller whose thread reads their heads, and reach the pool
+//!   only with a whole request head buffered; a WebSocket is parked the same way between messages.
 //! - **[`reactor`]**: event loops on the `polling` crate, non-blocking sockets, handlers run on the
 //!   loop ([`reactor::Dispatch::Inline`]) or on a worker pool ([`reactor::Dispatch::Pool`]).
 //! - **[`ws`]**: WebSocket (RFC 6455) on both engines: the core checks the upgrade, tungstenite

@@ -1,12 +1,15 @@
 //! The OS-thread-pool engine (feature `server`).
 //!
-//! An acceptor thread hands each new connection through a bounded `crossbeam-channel` queue to a
-//! pool of worker threads, which run the [`Handler`] as ordinary blocking code. Between requests
-//! an idle keep-alive connection does not hold its worker: it is **parked** in a
-//! `polling::Poller` watched by one parker thread and re-queued when its next request arrives,
-//! so thousands of idle connections cost no threads. A WebSocket is parked the same way between
-//! messages, its callbacks run on whichever worker takes it. Turn parking off with
-//! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison.
+//! Worker threads run the [`Handler`] as ordinary blocking code, fed through a bounded
+//! `crossbeam-channel` queue. **A worker gets a request, not a socket**: the acceptor hands each new
+//! connection to the *parker*, one thread with a `polling::Poller`, which reads heads without
+//! blocking and queues a connection for a worker only once a whole request head is buffered. A
+//! partial head waits there with its bytes until the header-read deadline (then `408`); an idle
+//! keep-alive connection waits there for its next request; a WebSocket or an event stream waits
+//! there between messages, its callbacks run on whichever worker takes it. So thousands of idle,
+//! slow or silent connections cost memory, not threads. Turn parking off with
+//! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison (a worker
+//! waits on each connection's socket, and as many silent connections as workers stop it).
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
