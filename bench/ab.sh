@@ -8,13 +8,14 @@
 # (min–max) and the B/A ratio of the medians.
 #
 # usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]     e.g. bench/ab.sh HEAD~3 --engine server
-# knobs: REPS (5) DURATION (5) PORT (18190)
+# knobs: REPS (5) DURATION (5) PORT (18190) LOADS ("c64 c256 pipelined16"; also "close": c64 with
+# Connection: close, a new connection per request)
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:?usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]}; shift
 flags=("$@")
-REPS=${REPS:-5}; DURATION=${DURATION:-5}; PORT=${PORT:-18190}
+REPS=${REPS:-5}; DURATION=${DURATION:-5}; PORT=${PORT:-18190}; LOADS=${LOADS:-"c64 c256 pipelined16"}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
 work=$(mktemp -d)
@@ -41,7 +42,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 raw=$work/raw
 for rep in $(seq 1 "$REPS"); do
-  for load in c64 c256 pipelined16; do
+  for load in $LOADS; do
     for side in A B; do
       bin=$bin_a; [ "$side" = B ] && bin=$bin_b
       "$bin" --addr "127.0.0.1:$PORT" "${flags[@]}" >/dev/null 2>&1 & pid=$!
@@ -51,6 +52,7 @@ for rep in $(seq 1 "$REPS"); do
         c64) args+=(-c64) ;;
         c256) args+=(-c256) ;;
         pipelined16) args+=(-c64 -s "$work/pipeline.lua") ;;
+        close) args+=(-c64 -H "Connection: close") ;;
       esac
       before=$(cpu_ticks "$pid")
       out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- 16 2>&1 || true)
@@ -78,7 +80,7 @@ def cell(xs, fmt):
 print(f"hello {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, wrk -t2.\n")
 print("| load | A req/s | B req/s | B/A | A CPU µs/req | B CPU µs/req | B/A |")
 print("|---|---|---|---|---|---|---|")
-for load in ("c64", "c256", "pipelined16"):
+for load in ("c64", "c256", "pipelined16", "close"):
     a, b = rows[(load, "A")], rows[(load, "B")]
     if not a or not b:
         continue

@@ -165,12 +165,19 @@ impl Conn {
         }
 
         status_line(out, status);
-        if resp.header("date").is_none() {
+        if !resp
+            .other_fields()
+            .any(|(n, _)| n.eq_ignore_ascii_case("date"))
+        {
             out.extend_from_slice(b"Date: ");
             append_date(out);
             out.extend_from_slice(b"\r\n");
         }
-        for (name, value) in resp.headers() {
+        // `Content-Type` is held apart: written without the checks below.
+        if let Some((name, value)) = resp.content_type_field() {
+            field(out, name, value);
+        }
+        for (name, value) in resp.other_fields() {
             if name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding")
             {

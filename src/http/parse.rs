@@ -89,6 +89,9 @@ pub(crate) fn parse_head(
     if target.len() > limits.max_target_bytes {
         return Err(ParseError::TargetTooLong);
     }
+    if !target_fits_method(method, target) {
+        return Err(ParseError::Malformed);
+    }
     let version = if minor == 0 {
         Version::Http10
     } else {
@@ -175,6 +178,23 @@ fn other_version(
             Err(ParseError::UnsupportedVersion)
         }
         _ => Err(ParseError::Malformed),
+    }
+}
+
+/// The request-target's form must fit the method (RFC 9112 §3.2): `*` only for OPTIONS, the
+/// authority form (`host:port`) only for CONNECT, otherwise a path (origin form) or an absolute
+/// URI (`http://host/path`, as sent to proxies).
+fn target_fits_method(method: &str, target: &str) -> bool {
+    let absolute = target.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    });
+    match method {
+        "CONNECT" => !target.starts_with('/') && !absolute && target != "*",
+        "OPTIONS" => target == "*" || target.starts_with('/') || absolute,
+        _ => target.starts_with('/') || absolute,
     }
 }
 
@@ -448,6 +468,10 @@ mod tests {
             (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
             (b"GET / HTTP/3.1\r\nHost: a\r\n\r\n", 505),
             (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET example.com:80 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"CONNECT /p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a  HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a b HTTP/2.0\r\nHost: a\r\n\r\n", 400),
             (b"GET / HTTP/1.1 x\r\nHost: a\r\n\r\n", 400),
@@ -496,6 +520,9 @@ mod tests {
             b"GET / HTTP/1.1\r\nHost: \r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: a:\r\n\r\n",
+            b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+            b"GET http://a/p?q HTTP/1.1\r\nHost: a\r\n\r\n",
         ];
         for input in ok {
             assert_eq!(parse(input), Ok(Some(input.len())), "{input:?}");

@@ -329,7 +329,13 @@ mod tests {
             ("example.com:443", "example.com:443", None),
         ];
         for (target, path, query) in cases {
-            let req = format!("OPTIONS {target} HTTP/1.1\r\nHost: example.com\r\n\r\n");
+            // The authority form is CONNECT's alone (RFC 9112 3.2.3).
+            let method = if target.starts_with('/') || target.contains("://") || *target == "*" {
+                "OPTIONS"
+            } else {
+                "CONNECT"
+            };
+            let req = format!("{method} {target} HTTP/1.1\r\nHost: example.com\r\n\r\n");
             let mut head = RequestHead::default();
             assert!(
                 matches!(

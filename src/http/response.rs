@@ -141,6 +141,16 @@ impl Response {
             .map(|(n, v)| (&**n, &**v))
     }
 
+    /// `Content-Type` as set (name and value), apart from the other fields.
+    pub(crate) fn content_type_field(&self) -> Option<(&str, &str)> {
+        self.content_type.as_ref().map(|(n, v)| (&**n, &**v))
+    }
+
+    /// The fields other than `Content-Type`, in the order they were set.
+    pub(crate) fn other_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.headers.iter().map(|(n, v)| (&**n, &**v))
+    }
+
     /// The first header field with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers()

@@ -483,19 +483,27 @@ impl Parker {
                     self.park_again(conn);
                 }
             }
-            for conn in ready.drain(..) {
-                if conn.is_long_lived() {
-                    jobs.push(Job::from(conn));
-                    continue;
-                }
-                match head::read(conn, &self.reads, now) {
-                    Outcome::Ready(conn) => jobs.push(Job::from(conn)),
-                    Outcome::Park(conn) => self.park_again(conn),
-                    Outcome::Close => {}
-                }
-            }
             for job in jobs.drain(..) {
                 if queue.send(job).is_err() {
+                    return;
+                }
+            }
+            // Each connection goes to a worker as soon as its head is read, not after the whole
+            // batch: the workers start while the next ones are read.
+            for conn in ready.drain(..) {
+                let conn = if conn.is_long_lived() {
+                    conn
+                } else {
+                    match head::read(conn, &self.reads, now) {
+                        Outcome::Ready(conn) => conn,
+                        Outcome::Park(conn) => {
+                            self.park_again(conn);
+                            continue;
+                        }
+                        Outcome::Close => continue,
+                    }
+                };
+                if queue.send(Job::from(conn)).is_err() {
                     return;
                 }
             }

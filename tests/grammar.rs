@@ -1,0 +1,37 @@
+//! Request-line and field grammar, the same on every engine configuration: a Host that is not
+//! `host[:port]` and whitespace inside the request-target are 400 (not 505); `HTTP/1.x` with a
+//! higher minor version is served as HTTP/1.1; a target whose form does not fit its method is 400.
+#![cfg(feature = "server")]
+mod support;
+use support::{Engine, app, probe, start};
+
+fn refused_400(engine: Engine) {
+    let srv = start(engine, app);
+    for req in [
+        &b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+        b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET a/b HTTP/1.1\r\nHost: a\r\n\r\n",
+    ] {
+        let (r, mut c) = probe(srv.addr, req);
+        assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(req));
+        assert!(r.closes());
+        assert!(c.is_closed());
+    }
+}
+
+fn a_higher_minor_version_is_served_as_1_1(engine: Engine) {
+    let srv = start(engine, app);
+    let (r, mut c) = probe(srv.addr, b"GET / HTTP/1.2\r\nHost: a\r\n\r\n");
+    assert_eq!((r.status, r.text()), (200, "Hello, World!".to_owned()));
+    assert!(!r.closes(), "kept alive, as HTTP/1.1");
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.9\r\nHost: a\r\n\r\n").status,
+        200
+    );
+    let (r, _) = probe(srv.addr, b"GET / HTTP/2.0\r\nHost: a\r\n\r\n");
+    assert_eq!(r.status, 505);
+}
+
+engine_tests!(refused_400, a_higher_minor_version_is_served_as_1_1);
