@@ -77,6 +77,11 @@ pub mod ws;
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
 
+/// The README's Rust blocks, compiled as doctests so that what it shows keeps building.
+#[cfg(all(doctest, feature = "server"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::Handler;

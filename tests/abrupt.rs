@@ -4,7 +4,6 @@
 //! once on every engine configuration; afterwards the server holds no connection, has the threads
 //! it had before, still answers, ended every event stream's sender, and shuts down promptly.
 //! The only test in this binary, so the process thread count is its own.
-#![cfg(feature = "server")]
 mod support;
 
 use std::io::{Read, Write};
@@ -14,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use support::{Client, Config, Engine, TestServer, connect, read_head, start_with, thread_count};
 use twinhttp::sse::SseSender;
-use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -32,12 +30,7 @@ type Senders = Arc<Mutex<Vec<SseSender>>>;
 
 fn storm_app(senders: Senders) -> impl Fn(&mut Request<'_>) -> Response + Send + Sync + 'static {
     move |req: &mut Request<'_>| match req.path() {
-        "/ws" => match req.upgrade_websocket() {
-            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
-                let _ = ws.send(msg);
-            }),
-            Err(refusal) => refusal,
-        },
+        "/ws" => support::echo_websocket(req),
         "/events" => {
             let (resp, sender) = Response::event_stream();
             if let Ok(mut all) = senders.lock() {
@@ -209,12 +202,7 @@ fn storm(engine: Engine) {
 
 #[test]
 fn vanishing_clients_leave_nothing_behind() {
-    for engine in [
-        Engine::Server,
-        Engine::ServerNoPark,
-        Engine::ReactorInline,
-        Engine::ReactorPool,
-    ] {
+    for engine in Engine::all() {
         storm(engine);
     }
 }

@@ -2,7 +2,6 @@
 //! A counting global allocator counts every allocation in this process; the client below
 //! allocates nothing while measuring (a static request, a fixed read buffer), so what is counted
 //! is the server's. The only test in this binary, so nothing else allocates meanwhile.
-#![cfg(feature = "server")]
 mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
@@ -92,12 +91,7 @@ fn per_request(engine: Engine) -> f64 {
 fn allocations_per_keep_alive_request() {
     let mut report = String::new();
     let mut results = Vec::new();
-    for engine in [
-        Engine::ReactorInline,
-        Engine::ReactorPool,
-        Engine::Server,
-        Engine::ServerNoPark,
-    ] {
+    for engine in Engine::all() {
         let a = per_request(engine);
         report.push_str(&format!("{engine:?}: {a:.3} allocations per request\n"));
         results.push((engine, a));

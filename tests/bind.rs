@@ -39,6 +39,47 @@ fn a_port_another_listener_holds_is_refused() {
     );
 }
 
+/// Both engines serve a listener the caller bound (socket activation, ports chosen by tests).
+#[test]
+fn a_listener_bound_by_the_caller_is_served() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let reactor = Reactor::builder()
+        .loops(2)
+        .serve_listener(listener, hello)
+        .expect("reactor");
+    assert_eq!(reactor.local_addr(), addr);
+    for _ in 0..4 {
+        assert_hi(addr);
+    }
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+    #[cfg(feature = "server")]
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = twinhttp::server::Server::builder()
+            .serve_listener(listener, hello)
+            .expect("server");
+        assert_hi(addr);
+        server.shutdown(Duration::from_secs(5)).expect("shutdown");
+    }
+}
+
+/// One request with `Connection: close`; the answer is `hi`.
+fn assert_hi(addr: std::net::SocketAddr) {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut got = String::new();
+    c.read_to_string(&mut got).expect("read");
+    assert!(
+        got.starts_with("HTTP/1.1 200 OK\r\n") && got.ends_with("\r\n\r\nhi"),
+        "{got}"
+    );
+}
+
 #[test]
 fn a_second_reactor_does_not_share_the_first_ones_port() {
     let first = Reactor::builder()
@@ -51,17 +92,7 @@ fn a_second_reactor_does_not_share_the_first_ones_port() {
     );
     // The first reactor's own loops share it: every connection is answered.
     for _ in 0..8 {
-        let mut c = TcpStream::connect(first.local_addr()).expect("connect");
-        c.set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            .expect("send");
-        let mut got = String::new();
-        c.read_to_string(&mut got).expect("read");
-        assert!(
-            got.starts_with("HTTP/1.1 200 OK\r\n") && got.ends_with("\r\n\r\nhi"),
-            "{got}"
-        );
+        assert_hi(first.local_addr());
     }
     first.shutdown(Duration::from_secs(5)).expect("shutdown");
 }

@@ -1,6 +1,5 @@
 //! Request bodies streamed both ways: Content-Length and chunked in, fixed, chunked, sized and
 //! close-delimited out; unread bodies drained or the connection closed.
-#![cfg(feature = "server")]
 mod support;
 use support::{Client, Engine, app, start};
 

@@ -1,5 +1,4 @@
 //! HEAD, 1xx, 204 and 304 carry no body; HEAD keeps the Content-Length a GET would have.
-#![cfg(feature = "server")]
 mod support;
 use support::{Client, Engine, app, start};
 

@@ -1,5 +1,4 @@
 //! `Expect: 100-continue`: the interim response is sent only when the handler reads the body.
-#![cfg(feature = "server")]
 mod support;
 use std::io::Read;
 use std::time::Duration;

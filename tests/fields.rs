@@ -1,12 +1,10 @@
 //! Response fields: setting a field replaces one of the same name (one `Content-Type`, not two),
 //! and every field the crate writes itself is named in one convention (Title-Case, as in RFC 9110:
 //! `Content-Type`, `Accept-Ranges`, `Sec-WebSocket-Accept`), on every engine configuration.
-#![cfg(feature = "server")]
 mod support;
 use std::net::TcpStream;
 
 use support::{Client, Engine, connect, read_head, send, start};
-use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn app(req: &mut Request<'_>) -> Response {
@@ -14,12 +12,7 @@ fn app(req: &mut Request<'_>) -> Response {
         "/json" => Response::text("{}").with_header("content-type", "application/json"),
         "/file" => Response::file(req, file!()),
         "/events" => Response::event_stream().0,
-        "/ws" => match req.upgrade_websocket() {
-            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
-                let _ = ws.send(msg);
-            }),
-            Err(refusal) => refusal,
-        },
+        "/ws" => support::echo_websocket(req),
         _ => support::app(req),
     }
 }

@@ -1,7 +1,6 @@
 //! File responses over real sockets on every engine configuration: whole files (sendfile on the
 //! thread-pool engine), single ranges, 416, conditional requests, HEAD, missing files, and
 //! keep-alive after each.
-#![cfg(feature = "server")]
 mod support;
 
 use std::path::PathBuf;

@@ -1,7 +1,6 @@
 //! Request-line and field grammar, the same on every engine configuration: a Host that is not
 //! `host[:port]` and whitespace inside the request-target are 400 (not 505); `HTTP/1.x` with a
 //! higher minor version is served as HTTP/1.1; a target whose form does not fit its method is 400.
-#![cfg(feature = "server")]
 mod support;
 use support::{Engine, app, probe, start};
 

@@ -1,5 +1,4 @@
 //! A real HTTP client (ureq) against each engine.
-#![cfg(feature = "server")]
 mod support;
 use std::io::Read;
 

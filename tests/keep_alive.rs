@@ -1,6 +1,5 @@
 //! Persistence: HTTP/1.1 keep-alive by default, HTTP/1.0 only when asked, `Connection: close`
 //! honoured in both directions.
-#![cfg(feature = "server")]
 mod support;
 use std::io::{Read, Write};
 use std::net::Shutdown;

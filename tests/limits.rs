@@ -1,5 +1,4 @@
 //! Every limit has its status, and the connection is closed after it.
-#![cfg(feature = "server")]
 mod support;
 use support::{Client, Config, Engine, app, probe, start_with};
 use twinhttp::Limits;

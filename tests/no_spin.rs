@@ -2,7 +2,6 @@
 //! half-closes, or resets — must not make the engine spin: the process uses next to no CPU
 //! until the handler returns. Each case checks the CPU time of the whole process over the wait,
 //! so this is the only test in its binary.
-#![cfg(feature = "server")]
 mod support;
 
 use std::io::{Read, Write};
@@ -73,12 +72,7 @@ fn no_spin(engine: Engine) {
 
 #[test]
 fn a_blocked_handler_leaves_the_engine_idle() {
-    for engine in [
-        Engine::Server,
-        Engine::ServerNoPark,
-        Engine::ReactorInline,
-        Engine::ReactorPool,
-    ] {
+    for engine in Engine::all() {
         no_spin(engine);
     }
 }

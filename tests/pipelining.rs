@@ -1,8 +1,7 @@
 //! Pipelined requests are answered in order, including ones split across writes and ones with
 //! bodies.
-#![cfg(feature = "server")]
 mod support;
-use support::{Client, Config, Engine, Raw, app, start, start_with};
+use support::{Client, Engine, Raw, app, start};
 
 fn pipelined_requests_answered_in_order(engine: Engine) {
     let srv = start(engine, app);
@@ -119,8 +118,10 @@ engine_tests!(
 /// On the thread-pool engine with one worker: a connection woken by an event for bytes its
 /// worker had already read (the second half of a split head) must park again when it finds
 /// nothing, not hold the only worker until its head timeout while another client waits.
+#[cfg(feature = "server")]
 #[test]
 fn server_a_spurious_wake_does_not_hold_a_worker() {
+    use support::{Config, start_with};
     let srv = start_with(
         Engine::Server,
         Config {

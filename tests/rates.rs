@@ -2,7 +2,6 @@
 //! minimum is answered `408` and closed at the end of the grace period (with the default rate,
 //! within 10 s); a client that stops reading a large response, a WebSocket or an event stream is
 //! closed at the end of the grace period; with the rates off, neither happens.
-#![cfg(feature = "server")]
 mod support;
 use std::io::Write;
 use std::net::TcpStream;
@@ -11,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use support::{Client, Config, Engine, TestServer, connect, read_head, send, start_with};
 use twinhttp::sse::Event;
-use twinhttp::ws::{WsMessage, WsSender};
 use twinhttp::{MinRate, Request, Response};
 
 const GRACE: Duration = Duration::from_millis(1000);
@@ -20,12 +18,7 @@ const BIG: usize = 64 << 20;
 fn app(req: &mut Request<'_>) -> Response {
     match req.path() {
         "/big" => Response::new(200).with_body(vec![b'x'; BIG]),
-        "/ws" => match req.upgrade_websocket() {
-            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
-                let _ = ws.send(msg);
-            }),
-            Err(refusal) => refusal,
-        },
+        "/ws" => support::echo_websocket(req),
         "/events" => {
             let (resp, sender) = Response::event_stream();
             std::thread::spawn(move || {

@@ -1,6 +1,5 @@
 //! Reactor-specific behaviour, in both dispatch modes: backpressure under a slow reader and
 //! input one byte at a time. (Idle connections: `reactor_idle.rs`.)
-#![cfg(feature = "server")]
 mod support;
 use std::io::Read;
 use std::time::Duration;

@@ -1,18 +1,46 @@
 //! Graceful shutdown: stop accepting, finish in-flight requests, close idle connections, join.
-#![cfg(feature = "server")]
+//! Shutdown begins only once the requests it must finish are in their handlers (a channel from
+//! the handler says so), not after a sleep.
 mod support;
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use support::{Client, Config, Engine, app, start_with};
+use twinhttp::{Request, Response};
+
+/// The test app, telling `entered` each time a handler for `/echo` or `/sleep` starts.
+fn signalling(entered: Sender<()>) -> impl Fn(&mut Request<'_>) -> Response + Send + Sync {
+    let entered = Mutex::new(entered);
+    move |req: &mut Request<'_>| {
+        if matches!(req.path(), "/echo" | "/sleep") {
+            if let Ok(tx) = entered.lock() {
+                let _ = tx.send(());
+            }
+        }
+        app(req)
+    }
+}
+
+/// Waits (bounded) for `n` handlers to have started.
+fn wait_entered(entered: &Receiver<()>, n: usize) {
+    for i in 0..n {
+        entered
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("only {i} of {n} handlers started"));
+    }
+}
 
 fn in_flight_finish_idle_close(engine: Engine) {
+    let (tx, entered) = channel();
     let srv = start_with(
         engine,
+        // Thread per connection holds a worker on each of the nine connections below.
         Config {
-            workers: 8,
+            workers: 12,
             ..Config::default()
         },
-        app,
+        signalling(tx),
     );
     let addr = srv.addr;
     // Idle keep-alive connections.
@@ -23,15 +51,34 @@ fn in_flight_finish_idle_close(engine: Engine) {
             200
         );
     }
-    // In flight on every engine: a request whose body is still arriving.
+    // In flight on every engine: a request whose body is still arriving when shutdown begins.
+    // Its `100 Continue` shows the server has its head (the reactor sends it once the head is
+    // parsed, the server engine once the handler reads); the rest of the body goes out once
+    // `witness`, an idle connection, has been closed: shutdown has begun.
+    let mut witness = Client::new(addr);
+    assert_eq!(
+        witness
+            .roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .status,
+        200
+    );
+    let (has_head, head_read) = channel();
     let arriving = std::thread::spawn(move || {
         let mut c = Client::new(addr);
-        c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234");
-        std::thread::sleep(Duration::from_millis(400));
+        c.send(
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n",
+        );
+        assert_eq!(c.response().status, 100);
+        c.send(b"01234");
+        let _ = has_head.send(());
+        assert!(witness.is_closed(), "idle connections close at shutdown");
         c.send(b"56789");
         let r = c.response();
         (r.status, r.closes(), r.text())
     });
+    head_read
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the server read the head");
     // In flight where handlers may block (not inline dispatch): slow handlers.
     let slow = if engine == Engine::ReactorInline {
         0
@@ -47,7 +94,8 @@ fn in_flight_finish_idle_close(engine: Engine) {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(150));
+    // The body arriving is in its handler on the server engine; the slow ones everywhere.
+    wait_entered(&entered, slow + usize::from(!engine.is_reactor()));
     let started = Instant::now();
     srv.shutdown(Duration::from_secs(5))
         .expect("shutdown within its deadline");
@@ -85,9 +133,11 @@ fn shutdown_under_load(engine: Engine) {
     );
     let addr = srv.addr;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (served, first) = channel();
     let clients: Vec<_> = (0..8)
         .map(|_| {
             let stop = stop.clone();
+            let served = served.clone();
             std::thread::spawn(move || {
                 let (mut ok, mut bad) = (0u32, 0u32);
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) && ok + bad < 100_000 {
@@ -104,7 +154,12 @@ fn shutdown_under_load(engine: Engine) {
                             break;
                         }
                         match c.read_response(false) {
-                            Some(r) if r.status == 200 => ok += 1,
+                            Some(r) if r.status == 200 => {
+                                if ok == 0 {
+                                    let _ = served.send(());
+                                }
+                                ok += 1;
+                            }
                             Some(_) => bad += 1,
                             None => break,
                         }
@@ -114,7 +169,8 @@ fn shutdown_under_load(engine: Engine) {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // Every client has been answered at least once: the load is on.
+    wait_entered(&first, 8);
     srv.shutdown(Duration::from_secs(5))
         .expect("shutdown under load within its deadline");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -128,14 +184,15 @@ fn shutdown_under_load(engine: Engine) {
 }
 
 fn shutdown_deadline_is_reported(engine: Engine) {
-    let srv = start_with(engine, Config::default(), app);
+    let (tx, entered) = channel();
+    let srv = start_with(engine, Config::default(), signalling(tx));
     let addr = srv.addr;
     let t = std::thread::spawn(move || {
         Client::new(addr)
             .roundtrip(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n")
             .status
     });
-    std::thread::sleep(Duration::from_millis(100));
+    wait_entered(&entered, 1);
     let err = srv
         .shutdown(Duration::from_millis(200))
         .expect_err("a handler outlives the grace period");

@@ -5,7 +5,6 @@
 //!
 //! The server engine with parking off (a worker per connection, kept for comparison) is stopped
 //! by as many silent connections as it has workers: that is its shape, said in the README.
-#![cfg(feature = "server")]
 mod support;
 use std::net::TcpStream;
 use std::sync::Mutex;
@@ -122,6 +121,7 @@ engine_tests!(partial_head_gets_408_at_its_deadline);
 
 /// Every configuration that parks what is not a request: not the server engine with parking off.
 mod parking {
+    #[cfg(feature = "server")]
     mod server {
         #[test]
         fn slow_clients_do_not_stop_a_new_one() {

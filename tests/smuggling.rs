@@ -1,6 +1,5 @@
 //! Framing that could desynchronise a proxy and this server is refused, and the connection
 //! closed (RFC 9112 §6.1, §6.3, §5.2).
-#![cfg(feature = "server")]
 mod support;
 use support::{Engine, app, probe, start};
 

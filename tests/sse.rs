@@ -1,7 +1,6 @@
 //! Server-sent events over real sockets on every engine configuration: events pushed from
 //! another thread, Last-Event-ID, heartbeats, the client going away, the sender ending the
 //! stream, and server shutdown.
-#![cfg(feature = "server")]
 mod support;
 
 use std::io::{Read, Write};

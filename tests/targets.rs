@@ -1,5 +1,4 @@
 //! Request-target forms: an absolute-form target routes by its path (RFC 9112 §3.2.2).
-#![cfg(feature = "server")]
 mod support;
 use support::{Client, Engine, app, start};
 

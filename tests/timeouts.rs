@@ -1,6 +1,5 @@
 //! Deadlines: a slow-trickled head gets 408 and a close (Slowloris); an idle keep-alive
 //! connection is closed after the idle timeout; a silent new connection is dropped.
-#![cfg(feature = "server")]
 mod support;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,6 @@
 //! WebSocket over real sockets on every engine configuration: the opening handshake's edge
 //! cases, echo, the closing handshake, limits, pushes from other threads, shutdown, panics, and
 //! generic upgrades.
-#![cfg(feature = "server")]
 mod support;
 
 use std::io::{Read, Write};

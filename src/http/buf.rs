@@ -87,14 +87,30 @@ impl ReadBuf {
         self.end = (self.end + n).min(self.buf.len());
     }
 
-    /// Drops unconsumed bytes and shrinks back to the initial size if a large head grew it.
+    /// Drops unconsumed bytes and brings the buffer back to the initial size: shrunk if a
+    /// large head grew it, grown if it was [fitted](ReadBuf::fitted) to a small partial head.
     pub(crate) fn reset(&mut self) {
         self.start = 0;
         self.end = 0;
         if self.buf.len() > INITIAL_READ_BUF {
             self.buf.truncate(INITIAL_READ_BUF);
             self.buf.shrink_to_fit();
+        } else if self.buf.len() < INITIAL_READ_BUF {
+            self.buf.resize(INITIAL_READ_BUF, 0);
         }
+    }
+
+    /// A copy of the unconsumed bytes in a buffer about their size (a power of two, at least
+    /// 256 bytes), when that is under a quarter of this one: a partial head that waits holds
+    /// what came, not a whole read buffer. `None`: keep this one.
+    pub(crate) fn fitted(&self) -> Option<ReadBuf> {
+        let held = self.filled().len();
+        if held.saturating_mul(4) > self.len() {
+            return None;
+        }
+        let mut small = ReadBuf::with_len(held.next_power_of_two().max(256));
+        small.push(self.filled());
+        Some(small)
     }
 
     /// Appends bytes read elsewhere.
@@ -131,5 +147,23 @@ mod tests {
         big.grow(4 * super::INITIAL_READ_BUF);
         big.reset(); // a grown buffer goes back to the initial size
         assert_eq!(big.len(), super::INITIAL_READ_BUF);
+    }
+
+    #[test]
+    fn fitted_keeps_the_bytes_in_a_buffer_their_size() {
+        let mut b = ReadBuf::new();
+        b.push(b"xxGET / HT");
+        b.consume(2);
+        let small = b.fitted().expect("much smaller");
+        assert_eq!((small.len(), small.filled()), (256, &b"GET / HT"[..]));
+        b.push(&[b'a'; 3000]);
+        assert!(b.fitted().is_none(), "over a quarter: kept");
+        let mut small = small;
+        small.reset();
+        assert_eq!(
+            small.len(),
+            super::INITIAL_READ_BUF,
+            "back to a whole read buffer"
+        );
     }
 }

@@ -70,8 +70,9 @@ impl Response {
     }
 
     /// Sets `Content-Type`: the same as [`Response::with_header`] with that name.
-    pub fn with_content_type(self, value: impl Into<HeaderText>) -> Response {
-        self.with_header("Content-Type", value)
+    pub fn with_content_type(mut self, value: impl Into<HeaderText>) -> Response {
+        self.content_type = Some((HeaderText::Borrowed("Content-Type"), value.into()));
+        self
     }
 
     /// Sets a header field, replacing any field of the same name (names compare

@@ -779,10 +779,17 @@ impl Connection {
         }
     }
 
-    /// An idle connection holds no buffers: they go back to the loop's pool.
+    /// An idle connection holds no buffers: they go back to the loop's pool. A partial head
+    /// that waits keeps its bytes in a buffer their size, not in a whole read buffer.
     fn release_idle(&mut self, pools: &mut Pools) {
         if !matches!(self.phase, Phase::Head) {
             return;
+        }
+        let partial = self.read.as_ref().filter(|b| !b.is_empty());
+        if let Some(small) = partial.and_then(ReadBuf::fitted) {
+            if let Some(b) = self.read.replace(small) {
+                pools.give_read(b);
+            }
         }
         if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
             if let Some(b) = self.read.take() {

@@ -183,6 +183,35 @@ impl Builder {
                 Some(crate::net::bind(addr)?),
             ),
         };
+        self.start(listeners, shared_listener, handler)
+    }
+
+    /// Starts serving `handler` on a listener you bound (systemd socket activation, a port
+    /// chosen by a test; it is made non-blocking). One acceptor thread hands its connections to
+    /// the loops round-robin, whatever [`Builder::accept`] says: only listeners the reactor binds
+    /// itself can be spread by the kernel with `SO_REUSEPORT`.
+    ///
+    /// # Errors
+    ///
+    /// When the listener is unusable or a thread or poller cannot be created.
+    pub fn serve_listener<H: Handler>(
+        self,
+        listener: TcpListener,
+        handler: H,
+    ) -> Result<Reactor, Error> {
+        listener.set_nonblocking(true)?;
+        let loops = (0..self.loops).map(|_| None).collect();
+        self.start(loops, Some(listener), handler)
+    }
+
+    /// Starts the loops: each with its own listener, or (`shared_listener`) fed by an acceptor
+    /// thread.
+    fn start<H: Handler>(
+        self,
+        listeners: Vec<Option<TcpListener>>,
+        shared_listener: Option<TcpListener>,
+        handler: H,
+    ) -> Result<Reactor, Error> {
         let first = listeners
             .iter()
             .flatten()

@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::connection::{Connection, Wait};
 use crate::Limits;
 use crate::deadline;
-use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
+use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn};
 use crate::http::linger::Linger;
 use crate::http::parse::head_ready;
@@ -128,14 +128,13 @@ fn fill(
 /// A partial head waits in a buffer its size (rounded up), not in a whole read buffer: a
 /// thousand slow clients cost what they sent. The large buffer goes back to the pool.
 pub(crate) fn fitted(input: Box<ReadBuf>, buffers: &Buffers) -> Box<ReadBuf> {
-    let held = input.filled().len();
-    if held * 4 > INITIAL_READ_BUF || input.len() > INITIAL_READ_BUF {
-        return input;
+    match input.fitted() {
+        Some(small) => {
+            buffers.give(input);
+            Box::new(small)
+        }
+        None => input,
     }
-    let mut small = ReadBuf::with_len(held.next_power_of_two().max(256));
-    small.push(input.filled());
-    buffers.give(input);
-    Box::new(small)
 }
 
 /// A parked connection's deadline passed: a partial head is answered `408` and its close

@@ -22,16 +22,29 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Every configuration this build has: the server engine's only with the `server` feature.
+    pub fn all() -> Vec<Engine> {
+        let mut all = vec![Engine::ReactorInline, Engine::ReactorPool];
+        if cfg!(feature = "server") {
+            all.extend([Engine::Server, Engine::ServerNoPark]);
+        }
+        all
+    }
+
     pub fn is_reactor(self) -> bool {
         matches!(self, Engine::ReactorInline | Engine::ReactorPool)
     }
 }
 
 /// Defines one `#[test]` per engine configuration from one test body `fn(Engine)`.
+/// The server engine's configurations exist with the `server` feature only; without it, the
+/// reactor's run (a plain `cargo test`).
 #[macro_export]
 macro_rules! engine_tests {
     ($($name:ident),* $(,)?) => {
+        #[cfg(feature = "server")]
         mod server { $( #[test] fn $name() { super::$name($crate::support::Engine::Server) } )* }
+        #[cfg(feature = "server")]
         mod server_no_park { $( #[test] fn $name() { super::$name($crate::support::Engine::ServerNoPark) } )* }
         mod reactor_inline { $( #[test] fn $name() { super::$name($crate::support::Engine::ReactorInline) } )* }
         mod reactor_pool { $( #[test] fn $name() { super::$name($crate::support::Engine::ReactorPool) } )* }
@@ -65,6 +78,7 @@ impl Default for Config {
 }
 
 enum Running {
+    #[cfg(feature = "server")]
     Server(twinhttp::server::Server),
     Reactor(twinhttp::reactor::Reactor),
 }
@@ -79,6 +93,7 @@ impl TestServer {
     /// Graceful shutdown with `grace`; returns whether it finished in time.
     pub fn shutdown(mut self, grace: Duration) -> Result<(), twinhttp::Error> {
         match self.running.take() {
+            #[cfg(feature = "server")]
             Some(Running::Server(s)) => s.shutdown(grace),
             Some(Running::Reactor(r)) => r.shutdown(grace),
             None => Ok(()),
@@ -87,6 +102,7 @@ impl TestServer {
 
     pub fn open_connections(&self) -> usize {
         match &self.running {
+            #[cfg(feature = "server")]
             Some(Running::Server(s)) => s.open_connections(),
             Some(Running::Reactor(r)) => r.open_connections(),
             None => 0,
@@ -98,6 +114,7 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(r) = self.running.take() {
             let _ = match r {
+                #[cfg(feature = "server")]
                 Running::Server(s) => s.shutdown(Duration::from_secs(5)),
                 Running::Reactor(r) => r.shutdown(Duration::from_secs(5)),
             };
@@ -111,6 +128,11 @@ pub fn start(engine: Engine, handler: impl Handler) -> TestServer {
 
 pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestServer {
     let running = match engine {
+        #[cfg(not(feature = "server"))]
+        Engine::Server | Engine::ServerNoPark => {
+            unreachable!("the server engine needs the `server` feature")
+        }
+        #[cfg(feature = "server")]
         Engine::Server | Engine::ServerNoPark => Running::Server(
             twinhttp::server::Server::builder()
                 .workers(cfg.workers)
@@ -142,12 +164,25 @@ pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestSer
         ),
     };
     let addr = match &running {
+        #[cfg(feature = "server")]
         Running::Server(s) => s.local_addr(),
         Running::Reactor(r) => r.local_addr(),
     };
     TestServer {
         addr,
         running: Some(running),
+    }
+}
+
+/// A WebSocket that echoes every message, or the refusal of an upgrade that is not one.
+pub fn echo_websocket(req: &mut Request<'_>) -> Response {
+    match req.upgrade_websocket() {
+        Ok(u) => u.accept(
+            |ws: &twinhttp::ws::WsSender, msg: twinhttp::ws::WsMessage| {
+                let _ = ws.send(msg);
+            },
+        ),
+        Err(refusal) => refusal,
     }
 }
 
