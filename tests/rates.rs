@@ -13,7 +13,7 @@ use twinhttp::sse::Event;
 use twinhttp::{MinRate, Request, Response};
 
 const GRACE: Duration = Duration::from_millis(1000);
-const BIG: usize = 64 << 20;
+const BIG: usize = 16 << 20;
 
 fn app(req: &mut Request<'_>) -> Response {
     match req.path() {
@@ -127,7 +127,7 @@ fn a_client_that_stops_reading_a_response_is_cut(engine: Engine) {
     let mut s = connect(srv.addr);
     let started = Instant::now();
     send(&mut s, b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-    assert_cut_at_grace(until_closed(&srv, started), "a stalled reader of 64 MB");
+    assert_cut_at_grace(until_closed(&srv, started), "a stalled reader of 16 MB");
 }
 
 fn with_the_rate_off_a_late_reader_gets_everything(engine: Engine) {
