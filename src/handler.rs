@@ -40,6 +40,30 @@ pub trait Handler: Send + Sync + 'static {
     fn handle(&self, req: &mut Request<'_>) -> Response;
 }
 
+/// A handler of a closure, naming the closure's argument type so that it needs no annotation:
+/// `serve(addr, |req| ...)` alone cannot tell the closure's argument type (E0282), and
+/// `serve(addr, handler_fn(|req| ...))` can. The one obvious way to write a handler inline.
+///
+/// ```no_run
+/// use twinhttp::{Response, handler_fn, reactor::Reactor};
+///
+/// let reactor = Reactor::builder().serve(
+///     "127.0.0.1:8080",
+///     handler_fn(|req| match req.path() {
+///         "/" => Response::text("Hello, World!"),
+///         _ => Response::new(404),
+///     }),
+/// )?;
+/// # reactor.shutdown(std::time::Duration::from_secs(1))?;
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
+pub fn handler_fn<F>(f: F) -> F
+where
+    F: Fn(&mut Request<'_>) -> Response + Send + Sync + 'static,
+{
+    f
+}
+
 impl<F> Handler for F
 where
     F: Fn(&mut Request<'_>) -> Response + Send + Sync + 'static,

@@ -38,7 +38,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use twinhttp::{Request, Response, reactor::{Dispatch, Reactor}};
+//! use twinhttp::{Request, Response, handler_fn, reactor::{Dispatch, Reactor}};
 //!
 //! fn hello(req: &mut Request<'_>) -> Response {
 //!     match req.path() {
@@ -53,6 +53,9 @@
 //! # }
 //! let reactor = Reactor::builder().dispatch(Dispatch::Inline).serve("127.0.0.1:8081", hello)?;
 //! reactor.shutdown(Duration::from_secs(5))?;
+//! // A closure in place: `handler_fn` names its argument type.
+//! let inline = Reactor::builder().serve("127.0.0.1:8082", handler_fn(|_| Response::text("hi")))?;
+//! inline.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
 #![deny(unsafe_code)]
@@ -84,7 +87,7 @@ pub struct ReadmeDoctests;
 
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
-pub use handler::Handler;
+pub use handler::{Handler, handler_fn};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
 pub use limits::Limits;

@@ -43,6 +43,7 @@ use inbox::Inbox;
 
 /// Where handlers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Dispatch {
     /// On the event loop thread: the event-driven shape, fastest for handlers that never block.
     Inline,
@@ -57,6 +58,7 @@ pub enum Dispatch {
 /// vs 20.4k with `Connection: close`; `Thread` 111k vs 103k at 64 connections, within the spread.
 /// `ReusePort` is the default: as fast or faster, and one thread fewer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Accept {
     /// Each loop has its own `SO_REUSEPORT` listener and the kernel spreads connections.
     ReusePort,

@@ -166,6 +166,28 @@ pub trait WsHandler: Send + 'static {
     }
 }
 
+/// A WebSocket handler of a closure that only cares about messages, naming the closure's
+/// argument types so that it needs no annotation:
+///
+/// ```
+/// use twinhttp::{Request, Response, ws::on_message};
+///
+/// fn echo(req: &mut Request<'_>) -> Response {
+///     match req.upgrade_websocket() {
+///         Ok(upgrade) => upgrade.accept(on_message(|ws, msg| {
+///             let _ = ws.send(msg);
+///         })),
+///         Err(refusal) => refusal,
+///     }
+/// }
+/// ```
+pub fn on_message<F>(f: F) -> F
+where
+    F: FnMut(&WsSender, WsMessage) + Send + 'static,
+{
+    f
+}
+
 impl<F> WsHandler for F
 where
     F: FnMut(&WsSender, WsMessage) + Send + 'static,
@@ -438,9 +460,15 @@ pub(crate) enum Upgrade {
 impl Response {
     /// A generic protocol switch: `101 Switching Protocols` with `Upgrade: protocol`, after which
     /// `then` gets the connection ([`Upgraded`]) on a thread of its own, on either engine. The
-    /// request must carry `Connection: upgrade` (else 426 is sent instead).
+    /// request must carry `Connection: upgrade` (else 426 is sent instead). Its status is the
+    /// `101` it sends:
+    ///
+    /// ```
+    /// let r = twinhttp::Response::upgrade("echo", |_conn| {});
+    /// assert_eq!(r.status(), 101);
+    /// ```
     pub fn upgrade(protocol: &str, then: impl FnOnce(Upgraded) + Send + 'static) -> Response {
-        Response::new(200)
+        Response::new(101)
             .with_header("Upgrade", protocol.to_owned())
             .with_body(Body {
                 kind: BodyKind::Upgrade(Upgrade::Raw(Box::new(then))),
@@ -563,7 +591,7 @@ impl WsUpgrade {
     }
 
     fn switching(&self, body: Body) -> Response {
-        let mut r = Response::new(200)
+        let mut r = Response::new(101)
             .with_header("Upgrade", "websocket")
             .with_header("Sec-WebSocket-Accept", self.offer.accept.clone());
         if let Some(p) = &self.protocol {
