@@ -402,7 +402,7 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let mut conn = Connection::new(socket, self.next_id, peer, now, open);
+        let mut conn = Connection::new(socket, self.next_id, peer, now, open, &self.cfg);
         conn.deadline = crate::deadline::after(now, self.cfg.header_read_timeout);
         if let Some(deadline) = conn.deadline {
             self.timers.insert((deadline, key));

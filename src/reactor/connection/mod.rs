@@ -136,6 +136,7 @@ impl Connection {
         peer: SocketAddr,
         now: Instant,
         open: OpenGuard,
+        cfg: &Config,
     ) -> Self {
         Connection {
             socket,
@@ -146,7 +147,8 @@ impl Connection {
             read: None,
             write: None,
             written: 0,
-            sent: Meter::new(None),
+            // Also bounds an error answered before any response (reset for each response).
+            sent: Meter::new(cfg.min_response_rate),
             head: None,
             streaming: None,
             since: now,
