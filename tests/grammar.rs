@@ -33,4 +33,24 @@ fn a_higher_minor_version_is_served_as_1_1(engine: Engine) {
     assert_eq!(r.status, 505);
 }
 
-engine_tests!(refused_400, a_higher_minor_version_is_served_as_1_1);
+/// Bytes that can never become a request (a TLS ClientHello, say) are answered 400 as soon as
+/// they come, not 408 at the header deadline, even before any blank line.
+fn garbage_is_400_at_once(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = support::Client::new(srv.addr);
+    let started = std::time::Instant::now();
+    c.send(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 400);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(2),
+        "400 after {took:?}"
+    );
+}
+
+engine_tests!(
+    refused_400,
+    a_higher_minor_version_is_served_as_1_1,
+    garbage_is_400_at_once
+);

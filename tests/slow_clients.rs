@@ -117,10 +117,91 @@ fn partial_head_gets_408_at_its_deadline(engine: Engine) {
     }
 }
 
-engine_tests!(partial_head_gets_408_at_its_deadline);
+/// The first head is due from the accept on every engine, not from its first byte.
+fn first_head_is_due_from_the_accept(engine: Engine) {
+    let timeout = Duration::from_millis(1000);
+    let srv = start_with(
+        engine,
+        Config {
+            header_read_timeout: timeout,
+            ..Config::default()
+        },
+        app,
+    );
+    let mut c = Client::new(srv.addr);
+    let accepted = Instant::now();
+    // The first byte comes late in the deadline: counted from it, the 408 would come at 1.6 s.
+    std::thread::sleep(Duration::from_millis(600));
+    c.send(b"GET / HTTP/1.1\r\nHost");
+    let r = c.response();
+    let took = accepted.elapsed();
+    assert_eq!(r.status, 408);
+    assert!(
+        took >= timeout - Duration::from_millis(50) && took < Duration::from_millis(1400),
+        "408 after {took:?}, due {timeout:?} after the accept"
+    );
+}
+
+/// A body its handler did not read is dropped as far as it has come; what has not come is left
+/// to the lingering close, so a slow body does not hold the only worker.
+fn an_unread_slow_body_does_not_hold_a_worker(engine: Engine) {
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        app,
+    );
+    let mut slow = Client::new(srv.addr);
+    slow.send(b"POST /ignore-body HTTP/1.1\r\nHost: t\r\nContent-Length: 60000\r\n\r\n0123456789");
+    if engine.is_reactor() {
+        // The reactor reads a body before its handler runs: the handler has not run yet.
+        slow.send(&[b'a'; 59_990]);
+    }
+    let r = slow.response();
+    assert_eq!(r.status, 200);
+    let started = Instant::now();
+    let mut other = Client::new(srv.addr);
+    assert_eq!(
+        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "another client waited {took:?}"
+    );
+}
+
+engine_tests!(
+    partial_head_gets_408_at_its_deadline,
+    first_head_is_due_from_the_accept
+);
 
 /// Every configuration that parks what is not a request: not the server engine with parking off.
 mod parking {
+    #[cfg(feature = "server")]
+    mod unread_body_server {
+        #[test]
+        fn an_unread_slow_body_does_not_hold_a_worker() {
+            super::super::an_unread_slow_body_does_not_hold_a_worker(crate::support::Engine::Server)
+        }
+    }
+    mod unread_body_reactor {
+        #[test]
+        fn inline() {
+            super::super::an_unread_slow_body_does_not_hold_a_worker(
+                crate::support::Engine::ReactorInline,
+            )
+        }
+        #[test]
+        fn pool() {
+            super::super::an_unread_slow_body_does_not_hold_a_worker(
+                crate::support::Engine::ReactorPool,
+            )
+        }
+    }
     #[cfg(feature = "server")]
     mod server {
         #[test]

@@ -339,6 +339,8 @@ impl<S: Source> Read for BodyReader<'_, S> {
                     return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
                 }
                 Ok(_) => {}
+                // A source that does not wait (a drain) leaves the rest unread.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(e),
                 Err(e) => {
                     self.end = if e.kind() == io::ErrorKind::TimedOut {
                         BodyEnd::TooSlow

@@ -131,7 +131,11 @@ pub(crate) fn head_ready(buf: &[u8], limits: &Limits) -> bool {
         .windows(2)
         .enumerate()
         .any(|(i, w)| w == b"\n\n" || (w == b"\n\r" && rest.get(i + 2) == Some(&b'\n')));
-    ended || partial(buf, limits).is_err()
+    // Bytes that can never become a request are answered now (400), not at the deadline: only
+    // a head still partial after the scan pays for the parse.
+    ended
+        || partial(buf, limits).is_err()
+        || parse_head(buf, limits, &mut RequestHead::default()).is_err()
 }
 
 /// httparse knows HTTP/1.0 and 1.1 only, and reads a space inside the target as the start of
@@ -297,7 +301,7 @@ fn sub_delim(b: u8) -> bool {
 /// Decides whether a partial head can still become a valid one.
 fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     let line_done = buf.contains(&b'\n');
-    if !line_done && buf.len() > limits.max_target_bytes + REQUEST_LINE_SLACK {
+    if !line_done && buf.len() > limits.max_target_bytes.saturating_add(REQUEST_LINE_SLACK) {
         return Err(ParseError::TargetTooLong);
     }
     if buf.len() >= limits.max_head_bytes {
@@ -603,6 +607,15 @@ mod tests {
             }
         }
         assert!(!head_ready(b"\r\n\r\n", &limits));
+        assert!(
+            head_ready(b"\x16\x03\x01\x02\x00\x01\r\n", &limits),
+            "garbage: 400 now"
+        );
+        let huge = Limits {
+            max_target_bytes: usize::MAX,
+            ..Limits::default()
+        };
+        assert!(!head_ready(b"GET /abc", &huge), "no overflow");
         assert!(!head_ready(b"GET / HTTP/1.1\r\nHost: a\r\n", &limits));
     }
 

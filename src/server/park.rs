@@ -405,13 +405,13 @@ impl Parker {
     /// At shutdown idle HTTP connections close, WebSockets go to the workers to close with 1001
     /// and event streams to end after what is queued; the thread ends when the last has.
     pub(crate) fn run(self: &Arc<Self>) {
+        let _ended = Ended(self);
         let Some(queue) = self.lock().queue.clone() else {
             return;
         };
         let mut events = Events::new();
         let mut ready = Vec::new();
         let mut expired = Vec::new();
-        let mut shut = Vec::new();
         let mut jobs = Vec::new();
         loop {
             let timeout = self
@@ -432,12 +432,11 @@ impl Parker {
                         .map(|(key, _)| key)
                         .collect();
                     for key in keys {
+                        // Every parked connection runs once more, as on the reactor: a request
+                        // already in its socket is answered (with `Connection: close`); an idle
+                        // one, or part of a head, closes when it cannot park again.
                         if let Some(conn) = parked.take(key) {
-                            if conn.is_long_lived() {
-                                ready.push(conn);
-                            } else {
-                                shut.push(conn);
-                            }
+                            ready.push(conn);
                         }
                     }
                 }
@@ -448,7 +447,6 @@ impl Parker {
                     drop(parked);
                     // Dropped unlocked: each connection's ticket takes the lock to leave.
                     drop(last);
-                    drop(shut);
                     return;
                 }
                 for ev in events.iter() {
@@ -477,7 +475,6 @@ impl Parker {
             }
             // Unlocked: reading, writing a 408 and dropping (closing a connection frees its
             // entry: its ticket takes the lock) happen here.
-            shut.clear();
             for conn in expired.drain(..) {
                 if let Outcome::Park(conn) = head::expire(conn, &self.reads.buffers, now) {
                     self.park_again(conn);
@@ -508,5 +505,23 @@ impl Parker {
                 }
             }
         }
+    }
+}
+
+/// However the parker thread ends (a panic included), parking ends with it: later parks are
+/// refused and their connections closed, instead of waiting in a poller nobody watches.
+struct Ended<'a>(&'a Parker);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            log::error!("the parker thread panicked: new connections are closed");
+        }
+        let mut parked = self.0.lock();
+        parked.closed = true;
+        let last = (parked.queue.take(), std::mem::take(&mut parked.pending));
+        drop(parked);
+        // Dropped unlocked: each connection's ticket takes the lock to leave.
+        drop(last);
     }
 }

@@ -177,14 +177,19 @@ fn serve<H: Handler>(
             out: &mut s.write,
             sent: &mut s.sent,
             body: Meter::new(cfg.min_request_body_rate),
+            wait: true,
         };
         let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
         let Answer { response, panicked } =
             answer(&shared.handler, &s.head, &mut reader, conn.peer);
-        // A body the handler left unread is read and dropped (up to `max_drain_bytes`), so that
-        // it is judged as a read would judge it: malformed is 400, too slow 408, whether the
-        // handler read it or not (the reactor reads every body before its handler runs).
+        // A body the handler left unread is read and dropped (up to `max_drain_bytes`, as far
+        // as it has come), so that it is judged as a read would judge it: malformed is 400,
+        // whether the handler read it or not (the reactor reads every body before its handler
+        // runs).
+        // The drain never waits for the client (with parking on): what has not come yet is
+        // left to the lingering close, which costs no worker.
         if reader.end == BodyEnd::Unread && !panicked {
+            reader.source.wait = shared.parker.is_none();
             reader.drain(cfg.limits.max_drain_bytes);
         }
         let in_sync = match reader.end {
@@ -472,14 +477,20 @@ struct SocketSource<'a> {
     sent: &'a mut Meter,
     /// The minimum rate of the body.
     body: Meter,
+    /// Wait for the client (the handler reads); false: take only what has come (a drain).
+    wait: bool,
 }
 
 impl Source for SocketSource<'_> {
     fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
         // Responses to earlier pipelined requests go out before we wait on the peer.
         flush(self.stream, self.out, self.sent)?;
-        let deadline = self.body.deadline(Instant::now());
-        let n = io::read(self.stream, buf.spare(0), deadline, None)?;
+        let n = if self.wait {
+            let deadline = self.body.deadline(Instant::now());
+            io::read(self.stream, buf.spare(0), deadline, None)?
+        } else {
+            io::read_now(self.stream, buf.spare(0))?.ok_or(std::io::ErrorKind::WouldBlock)?
+        };
         self.body.moved(Instant::now(), n);
         buf.filled_by(n);
         Ok(n)

@@ -279,11 +279,12 @@ impl Connection {
                         deadline: None,
                     };
                 }
-                Phase::Head if self.read.as_ref().is_some_and(|b| !b.is_empty()) => {
-                    deadline::after(self.head_start, cfg.header_read_timeout)
-                }
+                // The first head is due from the accept, a later one from its first byte.
                 Phase::Head if self.served == 0 => {
                     deadline::after(self.since, cfg.header_read_timeout)
+                }
+                Phase::Head if self.read.as_ref().is_some_and(|b| !b.is_empty()) => {
+                    deadline::after(self.head_start, cfg.header_read_timeout)
                 }
                 Phase::Head => deadline::after(self.since, cfg.idle_timeout),
             }
