@@ -413,18 +413,25 @@ impl Parker {
         let mut ready = Vec::new();
         let mut expired = Vec::new();
         let mut jobs = Vec::new();
+        // Set when shutdown has just run every parked connection once: look again at once
+        // (without waiting for an event nobody will send) whether the thread may end.
+        let mut recheck = false;
         loop {
-            let timeout = self
-                .lock()
-                .deadlines
-                .first()
-                .map(|&(d, _, _)| d.saturating_duration_since(Instant::now()));
+            let timeout = if std::mem::take(&mut recheck) {
+                Some(std::time::Duration::ZERO)
+            } else {
+                self.lock()
+                    .deadlines
+                    .first()
+                    .map(|&(d, _, _)| d.saturating_duration_since(Instant::now()))
+            };
             wait_events(&self.poller, &mut events, timeout, "parker");
             let now = Instant::now();
             {
                 let mut parked = self.lock();
                 if !parked.stopping && self.control.is_shutting_down() {
                     parked.stopping = true;
+                    recheck = true;
                     let keys: Vec<usize> = parked
                         .entries
                         .iter()
