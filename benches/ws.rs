@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tungstenite::{Message, WebSocket};
-use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn echo(req: &mut Request<'_>) -> Response {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use twinhttp::ws::{CloseFrame, WsHandler, WsMessage, WsSender};
+use twinhttp::ws::{CloseFrame, RequestExt, WsHandler, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 /// Everyone in the room, by connection number.

@@ -8,7 +8,7 @@ use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use twinhttp::sse::{Event, SseSender};
-use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Body, Request, Response};
 
 const ROUTES: &[(&str, &str, &str)] = &[

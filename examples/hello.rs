@@ -11,7 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn hello(req: &mut Request<'_>) -> Response {

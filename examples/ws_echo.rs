@@ -6,7 +6,7 @@
 
 mod support;
 
-use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn echo(req: &mut Request<'_>) -> Response {

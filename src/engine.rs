@@ -10,56 +10,12 @@ use std::time::{Duration, Instant};
 use polling::{Events, Poller};
 use slab::Slab;
 
-use crate::{Error, ErrorKind, MinRate};
-
-/// Wakes a thread that waits for its socket (a sender pushed, or shutdown began).
-pub(crate) trait Wake: Send + Sync {
-    fn wake(&self);
-}
+use crate::http::session::Wake;
+use crate::{Error, ErrorKind};
 
 impl Wake for Poller {
     fn wake(&self) {
         let _ = self.notify();
-    }
-}
-
-impl<W: Wake + ?Sized> Wake for Arc<W> {
-    fn wake(&self) {
-        (**self).wake()
-    }
-}
-
-/// Whether the thread that drains a queue needs a wake-up: set while it runs or while a wake-up
-/// is pending, so a burst of pushes from other threads costs one wake-up.
-#[derive(Debug)]
-pub(crate) struct WakeFlag(AtomicBool);
-
-impl WakeFlag {
-    /// `running`: the draining thread starts out running (no wake-up needed yet).
-    pub(crate) fn new(running: bool) -> Self {
-        WakeFlag(AtomicBool::new(running))
-    }
-
-    /// After a push: true when the pusher must wake the draining thread.
-    pub(crate) fn should_wake(&self) -> bool {
-        !self.0.swap(true, Ordering::AcqRel)
-    }
-
-    /// The draining thread runs: pushes need not wake it.
-    pub(crate) fn running(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    /// The draining thread is about to wait: later pushes wake it. `pending` looks at the queue
-    /// after the flag is cleared, so a push in between is never missed; true (and the flag set
-    /// again) when something is pending: run again instead of waiting.
-    pub(crate) fn settle(&self, pending: impl FnOnce() -> bool) -> bool {
-        self.0.store(false, Ordering::SeqCst);
-        let pending = pending();
-        if pending {
-            self.0.store(true, Ordering::SeqCst);
-        }
-        pending
     }
 }
 
@@ -75,8 +31,6 @@ pub(crate) struct Control {
     detached: AtomicUsize,
     /// Pollers of those threads, notified when shutdown begins.
     watchers: Mutex<Slab<Arc<dyn Wake>>>,
-    /// The minimum rate at which WebSocket and event-stream clients must take their output.
-    pub(crate) response_rate: Option<MinRate>,
 }
 
 impl std::fmt::Debug for Control {
@@ -90,14 +44,6 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
-    /// An engine's shared state; `response_rate` applies to its WebSockets and event streams.
-    pub(crate) fn new(response_rate: Option<MinRate>) -> Self {
-        Control {
-            response_rate,
-            ..Control::default()
-        }
-    }
-
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
@@ -120,6 +66,7 @@ impl Control {
 
     /// Has `poller` notified when shutdown begins, for as long as the guard lives. Check
     /// [`Control::is_shutting_down`] after this, so a shutdown that began just before is seen.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn watch(self: &Arc<Self>, waker: Arc<dyn Wake>) -> WatchGuard {
         let key = self.watchers().insert(waker);
         WatchGuard(self.clone(), key)
@@ -152,6 +99,7 @@ impl Control {
 }
 
 /// Keeps a poller on the shutdown notification list.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) struct WatchGuard(Arc<Control>, usize);
 
 impl Drop for WatchGuard {

@@ -30,19 +30,41 @@
 //! # let _ = clock;
 //! ```
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::fmt;
+use std::io::ErrorKind;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::Response;
 use crate::deadline;
-use crate::engine::WakeFlag;
 use crate::http::conn::Encoder;
 use crate::http::response::{Body, BodyKind};
+use crate::http::session::{
+    Callbacks, Duplex, Io, Next, Session, Start, Takeover, Wake, WakeFlag, Work,
+};
 use crate::rate::{Meter, MinRate};
-pub use crate::ws::SendError;
-use crate::ws::{Wake, WsNext};
+
+/// Why an [`SseSender`] could not queue an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The stream ended: the client went away, [`SseSender::close`] was called, or the server
+    /// shut down. Nothing more can be sent.
+    Closed,
+    /// The queue holds [`SseConfig::max_queue`] bytes the client has not taken yet.
+    Full,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::Closed => "event stream closed",
+            SendError::Full => "event stream queue full",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
 
 /// One event. Fields with line breaks are cleaned: `id` and `event` lose them, `data` is sent as
 /// one `data:` line per line.
@@ -150,12 +172,21 @@ impl SseConfig {
 #[derive(Default)]
 struct Queue {
     bytes: Vec<u8>,
-    closed: bool,
-    /// The sender asked to end the stream.
-    ending: bool,
+    flow: Flow,
 }
 
-pub(crate) struct Shared {
+/// Where a stream is, as its senders see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Flow {
+    #[default]
+    Open,
+    /// Ending after what is queued: [`SseSender::close`], or server shutdown.
+    Ending,
+    /// The connection is gone (or the stream never started, as for a HEAD request).
+    Closed,
+}
+
+struct Shared {
     queue: Mutex<Queue>,
     notified: WakeFlag,
     /// Set by the engine when the stream starts; pushes before it just queue.
@@ -165,11 +196,11 @@ pub(crate) struct Shared {
 
 /// The stream end the response (and then the engine) holds: when it goes, the senders see
 /// [`SendError::Closed`] (also when the stream was never started, as for a HEAD request).
-pub(crate) struct Stream(Arc<Shared>);
+struct Stream(Arc<Shared>);
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        lock(&self.0.queue).closed = true;
+        lock(&self.0.queue).flow = Flow::Closed;
     }
 }
 
@@ -195,7 +226,7 @@ impl SseSender {
     fn push(&self, f: impl FnOnce(&mut Queue)) -> Result<(), SendError> {
         {
             let mut q = self.queue();
-            if q.closed || q.ending {
+            if q.flow != Flow::Open {
                 return Err(SendError::Closed);
             }
             if q.bytes.len() >= self.shared.config.max_queue {
@@ -228,13 +259,12 @@ impl SseSender {
 
     /// Ends the stream once what is queued has been written.
     pub fn close(&self) {
-        let _ = self.push(|q| q.ending = true);
+        let _ = self.push(|q| q.flow = Flow::Ending);
     }
 
     /// True once the stream ended (the client went away, [`SseSender::close`], or shutdown).
     pub fn is_closed(&self) -> bool {
-        let q = self.queue();
-        q.closed || q.ending
+        self.queue().flow != Flow::Open
     }
 }
 
@@ -256,14 +286,14 @@ impl Response {
             .with_content_type("text/event-stream")
             .with_header("Cache-Control", "no-cache")
             .with_body(Body {
-                kind: BodyKind::Events(Stream(shared.clone())),
+                kind: BodyKind::Session(Box::new(Stream(shared.clone()))),
             });
         (response, SseSender { shared })
     }
 }
 
 /// An event stream being written: the engine-independent driver.
-pub(crate) struct SseConn {
+struct SseConn {
     _stream: Stream,
     shared: Arc<Shared>,
     encoder: Encoder,
@@ -278,7 +308,7 @@ pub(crate) struct SseConn {
 }
 
 impl SseConn {
-    pub(crate) fn new(
+    fn new(
         stream: Stream,
         encoder: Encoder,
         waker: Box<dyn Wake>,
@@ -304,17 +334,20 @@ impl SseConn {
     }
 
     /// Server shutdown: end the stream after what is queued.
-    pub(crate) fn shutdown(&mut self) {
-        self.queue().ending = true;
+    fn end_after_queue(&mut self) {
+        let mut q = self.queue();
+        if q.flow == Flow::Open {
+            q.flow = Flow::Ending;
+        }
     }
 
     /// Marks the sender closed (the connection is going away).
-    pub(crate) fn finish(&mut self) {
-        self.queue().closed = true;
+    fn sender_closed(&mut self) {
+        self.queue().flow = Flow::Closed;
     }
 
     /// Writes what is queued (and a heartbeat when due), watches for the client going away.
-    pub(crate) fn drive(&mut self, mut sock: &TcpStream, now: Instant) -> WsNext {
+    fn run(&mut self, sock: &mut dyn Duplex, now: Instant) -> Next {
         self.shared.notified.running();
         // The client sends nothing on an event stream; end of input means it went away.
         let mut scratch = [0u8; 512];
@@ -338,7 +371,7 @@ impl SseConn {
                     self.encoder.encode(&q.bytes, &mut self.out);
                     q.bytes.clear();
                 }
-                if q.ending && !self.ending {
+                if q.flow != Flow::Open && !self.ending {
                     self.ending = true;
                     self.encoder.finish(&mut self.out);
                 }
@@ -359,14 +392,14 @@ impl SseConn {
                 let queue = &self.shared.queue;
                 let pending = || {
                     let q = lock(queue);
-                    !q.bytes.is_empty() || q.ending
+                    !q.bytes.is_empty() || q.flow != Flow::Open
                 };
                 if self.shared.notified.settle(pending) {
                     continue;
                 }
                 let deadline = (self.shared.config.heartbeat)
                     .and_then(|b| deadline::after(self.last_write, b));
-                return WsNext::Wait {
+                return Next::Wait {
                     write: false,
                     deadline,
                 };
@@ -384,7 +417,7 @@ impl SseConn {
                     if stalled.is_some_and(|d| now >= d) {
                         return self.closed();
                     }
-                    return WsNext::Wait {
+                    return Next::Wait {
                         write: true,
                         deadline: stalled,
                     };
@@ -395,9 +428,45 @@ impl SseConn {
         }
     }
 
-    fn closed(&mut self) -> WsNext {
-        self.finish();
-        WsNext::Close
+    fn closed(&mut self) -> Next {
+        self.sender_closed();
+        Next::Close
+    }
+}
+
+impl Takeover for Stream {
+    fn start(self: Box<Self>, start: Start) -> Box<dyn Session> {
+        let Start {
+            waker,
+            now,
+            rate,
+            encoder,
+            ..
+        } = start;
+        Box::new(SseConn::new(*self, encoder, waker, now, rate))
+    }
+}
+
+/// An event stream has no callbacks and reads nothing but the end of its client's input.
+impl Session for SseConn {
+    fn drive(&mut self, io: &mut Io<'_>, now: Instant, _: Callbacks) -> Next {
+        self.run(io.stream, now)
+    }
+    /// The heartbeat is due: the next turn writes it.
+    fn expire(&mut self, _: &mut Io<'_>, _: Instant) {}
+    fn shutdown(&mut self, _: &mut Io<'_>, _: Instant) {
+        self.end_after_queue()
+    }
+    fn finish(&mut self, _: Callbacks) -> Option<Box<dyn Work>> {
+        self.sender_closed();
+        None
+    }
+    fn take_work(&mut self) -> Option<Box<dyn Work>> {
+        None
+    }
+    fn put_back(&mut self, _: Box<dyn Work>, _: &mut Io<'_>) {}
+    fn keeps_input(&self) -> bool {
+        false
     }
 }
 
@@ -409,6 +478,138 @@ fn lock(q: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::buf::ReadBuf;
+    use crate::http::session::memory::{Pipe, Wakes, waker};
+
+    /// An event stream started as an engine starts it after its head, chunked.
+    fn started(
+        config: SseConfig,
+        wakes: &Arc<Wakes>,
+        rate: Option<MinRate>,
+    ) -> (Box<dyn Session>, SseSender) {
+        let (mut response, sender) = Response::event_stream_with(config);
+        let BodyKind::Session(takeover) = response.take_body().kind else {
+            panic!("an event stream is a session");
+        };
+        let session = takeover.start(Start {
+            waker: waker(wakes),
+            peer: None,
+            now: Instant::now(),
+            rate,
+            encoder: Encoder::Chunked,
+        });
+        (session, sender)
+    }
+
+    fn drive(s: &mut dyn Session, pipe: &mut Pipe, now: Instant) -> Next {
+        let mut buf = ReadBuf::new();
+        pipe.io(&mut buf, |io| s.drive(io, now, Callbacks::Inline))
+    }
+
+    fn taken(pipe: &mut Pipe) -> String {
+        String::from_utf8(std::mem::take(&mut pipe.output)).unwrap_or_default()
+    }
+
+    #[test]
+    fn events_go_out_chunked_a_push_wakes_once_and_close_ends_the_body() {
+        let wakes = Arc::new(Wakes::default());
+        let (mut s, tx) = started(SseConfig::default().heartbeat(None), &wakes, None);
+        let mut pipe = Pipe::new();
+        let now = Instant::now();
+        // Sent before the first turn: queued, no wake-up needed (the engine is about to run it).
+        tx.send(Event::data("a")).expect("open");
+        let idle = Next::Wait {
+            write: false,
+            deadline: None,
+        };
+        assert_eq!(drive(&mut *s, &mut pipe, now), idle);
+        assert_eq!(taken(&mut pipe), "9\r\ndata: a\n\n\r\n");
+        assert_eq!(wakes.count(), 0);
+        // While it waits, the first push wakes the engine and the next needs no wake-up.
+        tx.send(Event::data("b")).expect("the stream is open");
+        tx.comment("c").expect("the stream is open");
+        assert_eq!(wakes.count(), 1);
+        assert_eq!(drive(&mut *s, &mut pipe, now), idle);
+        // What was queued between two turns goes out as one chunk.
+        assert_eq!(taken(&mut pipe), "E\r\ndata: b\n\n: c\n\n\r\n");
+        tx.close();
+        assert_eq!(tx.send(Event::data("late")), Err(SendError::Closed));
+        assert_eq!(drive(&mut *s, &mut pipe, now), Next::Close);
+        assert_eq!(taken(&mut pipe), "0\r\n\r\n");
+        assert!(s.finish(Callbacks::Inline).is_none());
+    }
+
+    #[test]
+    fn the_client_going_away_closes_the_stream_for_its_senders() {
+        let wakes = Arc::new(Wakes::default());
+        let (mut s, tx) = started(SseConfig::default(), &wakes, None);
+        let mut pipe = Pipe::new();
+        pipe.input_closed = true;
+        assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), Next::Close);
+        assert_eq!(tx.send(Event::data("x")), Err(SendError::Closed));
+        assert!(tx.is_closed());
+    }
+
+    #[test]
+    fn a_quiet_stream_gets_a_heartbeat_when_its_deadline_passes() {
+        let wakes = Arc::new(Wakes::default());
+        let beat = Duration::from_secs(15);
+        let (mut s, _tx) = started(SseConfig::default().heartbeat(Some(beat)), &wakes, None);
+        let mut pipe = Pipe::new();
+        let t0 = Instant::now();
+        let Next::Wait {
+            write: false,
+            deadline: Some(due),
+        } = drive(&mut *s, &mut pipe, t0)
+        else {
+            panic!("a quiet stream waits for its heartbeat");
+        };
+        assert!(due > t0 && due <= t0 + beat, "{due:?}");
+        assert_eq!(taken(&mut pipe), "");
+        let later = due + Duration::from_millis(1);
+        let Next::Wait {
+            deadline: Some(next),
+            ..
+        } = drive(&mut *s, &mut pipe, later)
+        else {
+            panic!("the stream goes on");
+        };
+        assert_eq!(taken(&mut pipe), "3\r\n:\n\n\r\n");
+        assert_eq!(next, later + beat);
+    }
+
+    #[test]
+    fn shutdown_ends_after_what_is_queued() {
+        let wakes = Arc::new(Wakes::default());
+        let (mut s, tx) = started(SseConfig::default().heartbeat(None), &wakes, None);
+        let mut pipe = Pipe::new();
+        tx.send(Event::data("last")).expect("the stream is open");
+        let mut buf = ReadBuf::new();
+        pipe.io(&mut buf, |io| s.shutdown(io, Instant::now()));
+        assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), Next::Close);
+        assert_eq!(taken(&mut pipe), "C\r\ndata: last\n\n\r\n0\r\n\r\n");
+    }
+
+    #[test]
+    fn a_client_that_takes_nothing_is_dropped_at_the_minimum_rate() {
+        let wakes = Arc::new(Wakes::default());
+        let rate = MinRate::new(240, Duration::from_secs(5));
+        let (mut s, tx) = started(SseConfig::default().heartbeat(None), &wakes, Some(rate));
+        let mut pipe = Pipe::new();
+        pipe.room = 0;
+        tx.send(Event::data("stuck")).expect("the stream is open");
+        let t0 = Instant::now();
+        let Next::Wait {
+            write: true,
+            deadline: Some(cut),
+        } = drive(&mut *s, &mut pipe, t0)
+        else {
+            panic!("blocked output waits to write, with a deadline");
+        };
+        assert_eq!(cut, t0 + Duration::from_secs(5));
+        assert_eq!(drive(&mut *s, &mut pipe, cut), Next::Close);
+        assert_eq!(tx.send(Event::data("x")), Err(SendError::Closed));
+    }
 
     #[test]
     fn event_wire_format() {

@@ -13,7 +13,7 @@ use support::{Config, Engine, TestServer, connect, probe, read_head, start, star
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Message, WebSocket};
-use twinhttp::ws::{WsConfig, WsHandler, WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsConfig, WsHandler, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";

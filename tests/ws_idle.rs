@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use support::{Config, Engine, connect, raise_fd_limit, read_head, start_with, thread_count};
 use twinhttp::sse::{Event, SseSender};
-use twinhttp::ws::{WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 fn echo(req: &mut Request<'_>) -> Response {

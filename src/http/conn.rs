@@ -9,9 +9,10 @@ use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::request::{BodyFraming, RequestHead, Version};
-use crate::http::response::{BodyKind, Response};
+use crate::http::response::{BodyKind, Response, Switch};
+use crate::http::session::Takeover;
 use crate::http::status::reason;
-use crate::ws::Upgrade;
+use crate::net::upgrade::Upgraded;
 
 /// Where a connection is between messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,8 +44,11 @@ pub(crate) enum After {
     Done,
     /// A streamed body, to write through its encoder as the socket takes it.
     Stream(Encoder, BodyKind),
-    /// The connection switches protocols once the 101 is out.
-    Switch(Upgrade),
+    /// Once the head is out, a session takes the connection over (an event stream after its
+    /// head, a WebSocket after its 101): the engine starts it with the encoder of its output.
+    Session(Encoder, Box<dyn Takeover>),
+    /// Once the 101 is out, the connection leaves the engine for a thread running this.
+    Detach(Box<dyn FnOnce(Upgraded) + Send>),
 }
 
 /// How response payload is framed.
@@ -231,7 +235,7 @@ impl Conn {
         closing: bool,
         out: &mut Vec<u8>,
     ) -> After {
-        if matches!(resp.body().kind, BodyKind::Upgrade(_)) {
+        if matches!(resp.body().kind, BodyKind::Switch(_)) {
             return self.write_switch(head, resp, body_in_sync, closing, out);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
@@ -239,6 +243,7 @@ impl Conn {
             BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
             _ if encoder == Encoder::Skip => {}
+            BodyKind::Session(takeover) => return After::Session(encoder, takeover),
             kind => return After::Stream(encoder, kind),
         }
         After::Done
@@ -268,7 +273,7 @@ impl Conn {
             self.write_error(status, out);
             return After::Done;
         }
-        let BodyKind::Upgrade(upgrade) = resp.take_body().kind else {
+        let BodyKind::Switch(switch) = resp.take_body().kind else {
             return After::Done;
         };
         status_line(out, 101);
@@ -279,7 +284,11 @@ impl Conn {
         }
         out.extend_from_slice(b"Connection: Upgrade\r\n\r\n");
         self.state = State::Switched;
-        After::Switch(upgrade)
+        match switch {
+            // After a 101 the session's bytes go out as they are.
+            Switch::Session(takeover) => After::Session(Encoder::CloseDelimited, takeover),
+            Switch::Thread(then) => After::Detach(then),
+        }
     }
 
     /// Writes a body known in full; a Content-Length body that does not match closes.

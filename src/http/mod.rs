@@ -10,5 +10,6 @@ pub(crate) mod linger;
 pub(crate) mod parse;
 pub(crate) mod request;
 pub(crate) mod response;
+pub(crate) mod session;
 pub(crate) mod status;
 pub(crate) mod stream;

@@ -172,6 +172,11 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    /// The parsed head, for protocols built on the request (the WebSocket handshake).
+    pub(crate) fn head(&self) -> &'a RequestHead {
+        self.head
+    }
+
     pub(crate) fn new(
         head: &'a RequestHead,
         body: &'a mut dyn Read,
@@ -188,23 +193,6 @@ impl<'a> Request<'a> {
     /// received (see [`Response::event_stream`](crate::Response::event_stream)).
     pub fn last_event_id(&self) -> Option<&str> {
         self.head.header("last-event-id")
-    }
-
-    /// True when the request asks to switch to WebSocket (`Upgrade: websocket`); it may still be
-    /// malformed, which [`Request::upgrade_websocket`] tells.
-    pub fn is_websocket_upgrade(&self) -> bool {
-        crate::ws::handshake::is_websocket(self.head)
-    }
-
-    /// Checks the WebSocket opening handshake (RFC 6455 §4.2). `Ok`: accept it (or refuse it)
-    /// with the returned [`WsUpgrade`](crate::ws::WsUpgrade). `Err`: the response to send
-    /// instead — 405 for a method other than GET; 426 with `Sec-WebSocket-Version: 13` when the
-    /// request does not ask for WebSocket or for version 13; 400 for a missing or malformed
-    /// `Sec-WebSocket-Key`, a missing `Connection: upgrade`, HTTP/1.0 or a request body.
-    // The refusal is the response to send as is; it is the rare path.
-    #[allow(clippy::result_large_err)]
-    pub fn upgrade_websocket(&self) -> Result<crate::ws::WsUpgrade, crate::Response> {
-        crate::ws::handshake::check(self.head).map(crate::ws::WsUpgrade::new)
     }
 
     /// The method, e.g. `"GET"`.

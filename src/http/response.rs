@@ -4,7 +4,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
 
-use crate::ws::Upgrade;
+use crate::http::session::Takeover;
+use crate::net::upgrade::Upgraded;
 
 /// A header name or value: borrowed `'static` text costs no allocation.
 pub type HeaderText = Cow<'static, str>;
@@ -124,6 +125,23 @@ impl Response {
         self
     }
 
+    /// A generic protocol switch: `101 Switching Protocols` with `Upgrade: protocol`, after which
+    /// `then` gets the connection ([`Upgraded`]) on a thread of its own, on either engine. The
+    /// request must carry `Connection: upgrade` (else 426 is sent instead). Its status is the
+    /// `101` it sends:
+    ///
+    /// ```
+    /// let r = twinhttp::Response::upgrade("echo", |_conn| {});
+    /// assert_eq!(r.status(), 101);
+    /// ```
+    pub fn upgrade(protocol: &str, then: impl FnOnce(Upgraded) + Send + 'static) -> Response {
+        Response::new(101)
+            .with_header("Upgrade", protocol.to_owned())
+            .with_body(Body {
+                kind: BodyKind::Switch(Switch::Thread(Box::new(then))),
+            })
+    }
+
     /// The status code.
     pub fn status(&self) -> u16 {
         self.status
@@ -193,11 +211,20 @@ pub(crate) enum BodyKind {
     /// Chunks from an iterator, each written to the socket as soon as it is produced.
     Chunks(Box<dyn Iterator<Item = Vec<u8>> + Send>),
     /// `101 Switching Protocols`, then the connection belongs to another protocol.
-    Upgrade(Upgrade),
+    Switch(Switch),
     /// `len` bytes of a file from its current position ([`Response::file`]).
     File(std::fs::File, u64),
-    /// A server-sent event stream, fed by its senders.
-    Events(crate::sse::Stream),
+    /// A session (an event stream) takes the connection over once the head is out: what
+    /// it writes is the body, framed by the response's encoder.
+    Session(Box<dyn Takeover>),
+}
+
+/// Who takes a connection over after its `101 Switching Protocols`.
+pub(crate) enum Switch {
+    /// A session the engine drives (WebSocket).
+    Session(Box<dyn Takeover>),
+    /// A callback on a thread of its own, with the blocking socket ([`Response::upgrade`]).
+    Thread(Box<dyn FnOnce(Upgraded) + Send>),
 }
 
 impl Body {
@@ -239,8 +266,8 @@ impl Body {
             BodyKind::Bytes(b) => Some(b.len() as u64),
             BodyKind::Reader(_, len) => *len,
             BodyKind::Chunks(_) => None,
-            BodyKind::Upgrade(_) => Some(0),
-            BodyKind::Events(_) => None,
+            BodyKind::Switch(_) => Some(0),
+            BodyKind::Session(_) => None,
             BodyKind::File(_, len) => Some(*len),
         }
     }
@@ -259,8 +286,8 @@ impl fmt::Debug for Body {
             BodyKind::Reader(_, Some(n)) => write!(f, "Body(reader, {n} bytes)"),
             BodyKind::Reader(_, None) => f.write_str("Body(reader)"),
             BodyKind::Chunks(_) => f.write_str("Body(chunks)"),
-            BodyKind::Upgrade(_) => f.write_str("Body(upgrade)"),
-            BodyKind::Events(_) => f.write_str("Body(event stream)"),
+            BodyKind::Switch(_) => f.write_str("Body(upgrade)"),
+            BodyKind::Session(_) => f.write_str("Body(session)"),
             BodyKind::File(_, n) => write!(f, "Body(file, {n} bytes)"),
         }
     }

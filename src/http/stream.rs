@@ -57,8 +57,8 @@ impl Streaming {
             },
             BodyKind::Static(_)
             | BodyKind::Bytes(_)
-            | BodyKind::Upgrade(_)
-            | BodyKind::Events(_)
+            | BodyKind::Switch(_)
+            | BodyKind::Session(_)
             | BodyKind::File(..) => Some(self.encoder.finish(out)),
         }
     }

@@ -209,18 +209,18 @@ impl<H: Handler> EventLoop<H> {
                     _ => cx.pools.give_head(head),
                 }
             }
-            Done::Ws { key, id, mut calls } => {
+            Done::Session { key, id, mut work } => {
                 let (mut cx, conns) = self.cx(now, key);
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {
-                        let next = conn.ws_complete(calls, &mut cx);
+                        let next = conn.work_done(work, &mut cx);
                         self.apply(key, next, false);
                     }
                     // The connection went while its handler was away: `on_close` is still due.
                     _ => {
-                        if calls.close_due() {
+                        if work.close_due() {
                             if let Some(pool) = &self.pool {
-                                pool.send(Job::WsLast(calls));
+                                pool.send(Job::Last(work));
                             }
                         }
                     }
@@ -242,15 +242,7 @@ impl<H: Handler> EventLoop<H> {
                     self.timers.remove(&(d, key));
                 }
                 if let Some(d) = conn.into_detached(&mut self.pools) {
-                    upgrade::detach(
-                        &self.control,
-                        d.stream,
-                        d.leftover,
-                        d.peer,
-                        d.upgrade,
-                        d.open,
-                        None,
-                    );
+                    upgrade::detach(&self.control, d.stream, d.leftover, d.then, d.open);
                 }
             }
             Next::Wait {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use polling::Poller;
 
-use crate::engine::WakeFlag;
+use crate::http::session::WakeFlag;
 
 pub(crate) struct Inbox<T> {
     items: Mutex<Vec<T>>,

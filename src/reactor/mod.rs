@@ -227,7 +227,7 @@ impl Builder {
             })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::new(cfg.min_response_rate));
+        let control = Arc::new(Control::default());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
         let mut wakers = Vec::new();

@@ -11,7 +11,7 @@ use crate::handler::{Answer, answer};
 
 use crate::Handler;
 use crate::http::request::RequestHead;
-use crate::ws::Calls;
+use crate::http::session::Work;
 
 /// Work for a pool worker. At most one job per connection is in flight, so the queue is
 /// bounded by the open-connection limit.
@@ -24,10 +24,14 @@ pub(crate) enum Job {
         body: Vec<u8>,
         peer: Option<SocketAddr>,
     },
-    /// WebSocket callbacks due on a connection.
-    Ws { key: usize, id: u64, calls: Calls },
-    /// A closed WebSocket's `on_close`: nothing comes back.
-    WsLast(Calls),
+    /// A session's callbacks due on a connection (a WebSocket's messages).
+    Session {
+        key: usize,
+        id: u64,
+        work: Box<dyn Work>,
+    },
+    /// A closed session's last callbacks (a WebSocket's `on_close`): nothing comes back.
+    Last(Box<dyn Work>),
 }
 
 /// A worker's answer, on its way back to the loop.
@@ -38,10 +42,10 @@ pub(crate) enum Done {
         head: Box<RequestHead>,
         answered: Answer,
     },
-    Ws {
+    Session {
         key: usize,
         id: u64,
-        calls: Calls,
+        work: Box<dyn Work>,
     },
 }
 
@@ -84,11 +88,11 @@ pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>
                     answered,
                 });
             }
-            Job::Ws { key, id, mut calls } => {
-                calls.run();
-                reply.push(Done::Ws { key, id, calls });
+            Job::Session { key, id, mut work } => {
+                work.run();
+                reply.push(Done::Session { key, id, work });
             }
-            Job::WsLast(mut calls) => calls.run(),
+            Job::Last(mut work) => work.run(),
         }
     }
 }

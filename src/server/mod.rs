@@ -25,6 +25,7 @@
 //! ```
 
 mod connection;
+mod detached;
 mod head;
 mod park;
 mod session;
@@ -182,7 +183,7 @@ impl Builder {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
-        let control = Arc::new(Control::new(self.min_response_rate));
+        let control = Arc::new(Control::default());
         let parker = if self.park_idle {
             let reads = head::HeadReads {
                 limits: self.limits,

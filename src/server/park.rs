@@ -22,7 +22,8 @@ use slab::Slab;
 
 use super::connection::{Connection, Job};
 use super::head::{self, Buffers, HeadReads, Outcome};
-use crate::engine::{Control, Wake, wait_events};
+use crate::engine::{Control, wait_events};
+use crate::http::session::Wake;
 
 /// Registered connections, parked or not, and the deadlines of the parked ones, always changed
 /// together under one lock.

@@ -5,31 +5,26 @@
 //! then parks it again, so between messages it holds no thread and no buffer. (With parking off,
 //! each has a thread of its own: `crate::net::upgrade`.)
 
-use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::connection::{Connection, Wait};
 use super::park::WakeParked;
 use super::worker::Shared;
+use crate::Handler;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
-use crate::net::upgrade::LongLived;
-use crate::sse::{SseConn, Stream};
-use crate::ws::{WsConfig, WsConn, WsHandler, WsNext, WsSender};
-use crate::{Handler, MinRate};
+use crate::http::session::{self, Callbacks, Io, Next, Reads, Start, Takeover};
 
 /// A parked connection's state between the workers' turns.
 pub(crate) struct Session {
-    /// Driven the same way as on a thread of its own (`crate::net::upgrade`).
-    conn: Box<dyn LongLived>,
+    /// Driven the same way as on a thread of its own (`crate::net::upgrade`) or on the reactor.
+    conn: Box<dyn session::Session>,
     /// Bytes read but not yet framed, kept only when a WebSocket's turn ended (waiting to write,
     /// or out of budget) with input still buffered; otherwise each turn reads into the worker's
     /// buffer.
     unread: Option<ReadBuf>,
     /// How the last turn ended.
     turn: Turn,
-    /// Shutdown has been acted on (a WebSocket's 1001, the end of an event stream).
-    stopping: bool,
 }
 
 /// How a session's turn ended.
@@ -47,34 +42,21 @@ enum Turn {
 }
 
 impl Session {
-    pub(crate) fn websocket(
-        handler: Box<dyn WsHandler>,
-        cfg: WsConfig,
-        wake: WakeParked,
-        peer: Option<SocketAddr>,
-        rate: Option<MinRate>,
-    ) -> Self {
-        let sender = WsSender::new(Box::new(wake), cfg.max_send_queue, peer);
-        Session::new(Box::new(WsConn::new(
-            handler,
-            cfg,
-            sender,
-            Instant::now(),
-            rate,
-        )))
-    }
-
-    pub(crate) fn events(
-        stream: Stream,
+    /// Starts the session a response handed over, woken through the parker.
+    pub(crate) fn start(
+        takeover: Box<dyn Takeover>,
         encoder: Encoder,
         wake: WakeParked,
-        rate: Option<MinRate>,
+        conn: &Connection,
+        rate: Option<crate::MinRate>,
     ) -> Self {
-        let sse = SseConn::new(stream, encoder, Box::new(wake), Instant::now(), rate);
-        Session::new(Box::new(sse))
-    }
-
-    fn new(conn: Box<dyn LongLived>) -> Self {
+        let conn = takeover.start(Start {
+            waker: Box::new(wake),
+            peer: conn.peer,
+            now: Instant::now(),
+            rate,
+            encoder,
+        });
         Session {
             conn,
             unread: None,
@@ -82,7 +64,6 @@ impl Session {
                 write: false,
                 deadline: None,
             },
-            stopping: false,
         }
     }
 
@@ -116,31 +97,39 @@ pub(crate) fn drive<H: Handler>(
     else {
         return None;
     };
-    let sock = conn.stream();
+    let mut sock = conn.stream();
     let mut own = session.unread.take();
-    let buf = own.as_mut().unwrap_or(buf);
-    let now = Instant::now();
-    if !session.stopping && shared.control.is_shutting_down() {
-        session.stopping = true;
-        session.conn.shutdown(sock, buf, now);
-    }
-    if session.deadline().is_some_and(|d| d <= now) {
-        session.conn.expire(sock, buf, now);
-    }
     // An edge-triggered parker needs the socket read until EAGAIN; re-arming a oneshot
     // registration checks readiness, so there a short read may end the turn.
     let level = shared.parker.as_ref().is_none_or(|p| !p.edge());
-    session.turn = match session.conn.drive(sock, buf, now, level) {
-        WsNext::Wait { write, deadline } => Turn::Wait { write, deadline },
+    let mut io = Io {
+        stream: &mut sock,
+        buf: own.as_mut().unwrap_or(buf),
+        reads: if level {
+            Reads::UntilShortRead
+        } else {
+            Reads::UntilWouldBlock
+        },
+    };
+    let now = Instant::now();
+    if shared.control.is_shutting_down() {
+        session.conn.shutdown(&mut io, now);
+    }
+    if session.deadline().is_some_and(|d| d <= now) {
+        session.conn.expire(&mut io, now);
+    }
+    session.turn = match session.conn.drive(&mut io, now, Callbacks::Inline) {
+        Next::Wait { write, deadline } => Turn::Wait { write, deadline },
         // The message budget ran out: the worker queues it behind the others.
-        WsNext::Again => Turn::More {
+        Next::Again => Turn::More {
             deadline: session.deadline(),
         },
-        WsNext::Close | WsNext::Dispatch | WsNext::Busy => {
-            session.conn.finish();
+        Next::Close | Next::Dispatch | Next::Busy => {
+            session.conn.finish(Callbacks::Inline);
             return None;
         }
     };
+    let buf = io.buf;
     if !buf.is_empty() && session.conn.keeps_input() {
         // Input still buffered: it stays with the connection.
         let mut keep = ReadBuf::new();
@@ -156,6 +145,6 @@ pub(crate) fn drive<H: Handler>(
 /// A session the parker refused (it has stopped): closes it, with `on_close` run.
 pub(crate) fn abandon(mut conn: Connection) {
     if let Wait::Session(session) = &mut conn.wait {
-        session.conn.finish();
+        session.conn.finish(Callbacks::Inline);
     }
 }

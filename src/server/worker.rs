@@ -3,7 +3,7 @@
 //! parker once nothing whole is buffered: idle, part of its next head, or lingering after an
 //! error. A worker never waits for a request head (with parking on).
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,6 +13,7 @@ use crossbeam_channel::Receiver;
 
 use super::Builder;
 use super::connection::{Connection, Job, Wait};
+use super::detached::{Waiter, detach_session};
 use super::head::{self, Outcome};
 use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
@@ -25,11 +26,12 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
 use crate::http::request::RequestHead;
 use crate::http::response::BodyKind;
+use crate::http::session::Start;
 use crate::http::stream::Streaming;
 use crate::net::io::{self, flush, linger_close};
-use crate::net::upgrade::{Waiter, detach, detach_events};
+use crate::net::upgrade::detach;
 use crate::rate::Meter;
-use crate::ws::{Upgrade, WS_READ_BUF};
+use crate::ws::WS_READ_BUF;
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -213,31 +215,6 @@ fn serve<H: Handler>(
         let mark = s.write.len();
         match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
             After::Done => {}
-            After::Stream(encoder, BodyKind::Events(events)) if shared.parks_sessions() => {
-                return into_session(shared, conn, &mut http, s, mark, |wake, _| {
-                    Session::events(events, encoder, wake, cfg.min_response_rate)
-                });
-            }
-            After::Stream(encoder, BodyKind::Events(events)) => {
-                // An event stream lasts as long as its client: a thread of its own, whose
-                // waiter is made before the head goes out (out of descriptors: 503 instead).
-                let Ok(waiter) = Waiter::new() else {
-                    s.write.truncate(mark);
-                    http.write_error(503, &mut s.write);
-                    return finish(shared, conn, &http, s);
-                };
-                flush(stream, &mut s.write, &mut s.sent).ok()?;
-                let (stream, open) = conn.into_parts().ok()?;
-                detach_events(
-                    &shared.control,
-                    stream,
-                    events,
-                    encoder,
-                    open,
-                    Arc::new(waiter),
-                );
-                return None;
-            }
             After::Stream(encoder, kind) => {
                 let pumped = catch_unwind(AssertUnwindSafe(|| {
                     pump(stream, &mut s.write, encoder, kind, &mut s.sent)
@@ -246,36 +223,37 @@ fn serve<H: Handler>(
                     http.abort();
                 }
             }
-            After::Switch(Upgrade::WebSocket(handler, ws_cfg)) if shared.parks_sessions() => {
-                return into_session(shared, conn, &mut http, s, mark, |wake, peer| {
-                    Session::websocket(handler, *ws_cfg, wake, peer, cfg.min_response_rate)
+            After::Session(encoder, takeover) if shared.parks_sessions() => {
+                return into_session(shared, conn, &mut http, s, mark, |wake, conn| {
+                    Session::start(takeover, encoder, wake, conn, cfg.min_response_rate)
                 });
             }
-            After::Switch(upgrade) => {
-                let waiter = match &upgrade {
-                    Upgrade::WebSocket(..) => match Waiter::new() {
-                        Ok(w) => Some(Arc::new(w)),
-                        Err(_) => {
-                            s.write.truncate(mark);
-                            http.write_error(503, &mut s.write);
-                            return finish(shared, conn, &http, s);
-                        }
-                    },
-                    Upgrade::Raw(_) => None,
+            After::Session(encoder, takeover) => {
+                // A session lasts as long as its client: a thread of its own, whose waiter is
+                // made before the head goes out (out of descriptors: 503 instead).
+                let Ok(waiter) = Waiter::new().map(Arc::new) else {
+                    s.write.truncate(mark);
+                    http.write_error(503, &mut s.write);
+                    return finish(shared, conn, &http, s);
                 };
+                let session = takeover.start(Start {
+                    waker: Box::new(waiter.clone()),
+                    peer: conn.peer,
+                    now: Instant::now(),
+                    rate: cfg.min_response_rate,
+                    encoder,
+                });
                 flush(stream, &mut s.write, &mut s.sent).ok()?;
                 let leftover = s.read.filled().to_vec();
-                let peer = conn.peer;
                 let (stream, open) = conn.into_parts().ok()?;
-                detach(
-                    &shared.control,
-                    stream,
-                    leftover,
-                    peer,
-                    upgrade,
-                    open,
-                    waiter,
-                );
+                detach_session(&shared.control, stream, leftover, session, open, waiter);
+                return None;
+            }
+            After::Detach(then) => {
+                flush(stream, &mut s.write, &mut s.sent).ok()?;
+                let leftover = s.read.filled().to_vec();
+                let (stream, open) = conn.into_parts().ok()?;
+                detach(&shared.control, stream, leftover, then, open);
                 return None;
             }
         }
@@ -427,7 +405,7 @@ fn into_session<H: Handler>(
     http: &mut Conn,
     s: &mut Scratch,
     mark: usize,
-    make: impl FnOnce(WakeParked, Option<SocketAddr>) -> Session,
+    make: impl FnOnce(WakeParked, &Connection) -> Session,
 ) -> Option<Connection> {
     let (mut conn, wake) = match shared.parker.as_ref()?.enroll(conn) {
         Ok(enrolled) => enrolled,
@@ -439,8 +417,7 @@ fn into_session<H: Handler>(
         Err(None) => return None,
     };
     flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-    let peer = conn.peer;
-    conn.wait = Wait::Session(Box::new(make(wake, peer)));
+    conn.wait = Wait::Session(Box::new(make(wake, &conn)));
     session::drive(shared, conn, &mut s.read)
 }
 

@@ -1,11 +1,10 @@
 //! One WebSocket connection's driver, shared by both engines: frames through tungstenite's
-//! `WebSocketContext` over a non-blocking socket, the sender's queue, the closing handshake and
-//! the idle timers. The engine supplies the socket, a read buffer and the time, and acts on the
-//! returned [`WsNext`].
+//! `WebSocketContext` over a non-blocking stream, the sender's queue, the closing handshake and
+//! the idle timers. It is a [`Session`]: the engine supplies the stream, a read buffer and the
+//! time, and acts on the returned [`Next`].
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
@@ -14,9 +13,11 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
-use super::{Out, WsConfig, WsHandler, WsMessage, WsSender};
+use super::sender::Out;
+use super::{WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
 use crate::http::buf::ReadBuf;
+use crate::http::session::{Callbacks, Duplex, Io, Next, Reads, Session, Work, work_as};
 use crate::rate::{Meter, MinRate};
 
 /// Size of the read buffer a WebSocket is driven with: a 16 KiB message arrives in one read
@@ -27,13 +28,13 @@ pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 /// Messages read per step before other connections get their turn.
 const MESSAGE_BUDGET: u32 = 64;
 
-/// The socket as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
+/// The stream as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
 /// up to its size, however little tungstenite asks for per call), writes go straight out.
-pub(crate) struct WsIo<'a> {
-    sock: &'a TcpStream,
+struct WsIo<'a> {
+    stream: &'a mut dyn Duplex,
     buf: &'a mut ReadBuf,
-    /// Once a read returned less than the space offered, the socket is drained: later reads
-    /// in this step answer `WouldBlock` without a system call, and the caller's level-triggered
+    /// Once a read returned less than the space offered, the stream is drained: later reads
+    /// in this turn answer `WouldBlock` without a system call, and the caller's level-triggered
     /// wait (the thread engine's `ppoll`) reports any byte that arrived since. Off on the
     /// reactor, where it was measured slower (bench/results/2026-11-22-reactor-edge-short-read.md).
     short_read_drains: bool,
@@ -45,14 +46,18 @@ pub(crate) struct WsIo<'a> {
 }
 
 impl<'a> WsIo<'a> {
-    /// Reads until the socket reports `WouldBlock`.
-    pub(crate) fn new(sock: &'a TcpStream, buf: &'a mut ReadBuf) -> Self {
+    /// With [`Reads::UntilShortRead`] (a connection's own buffer on the thread engine) reading
+    /// stops after a short read and the buffer grows up to 64 KiB when reads fill it, so large
+    /// messages take one read each; the buffer stays 8 KiB for a connection that never
+    /// receives more at once.
+    fn over(io: &'a mut Io<'_>) -> Self {
+        let until_short = io.reads == Reads::UntilShortRead;
         WsIo {
-            sock,
-            buf,
-            short_read_drains: false,
+            stream: &mut *io.stream,
+            buf: &mut *io.buf,
+            short_read_drains: until_short,
             drained: false,
-            grow_to: 0,
+            grow_to: if until_short { WS_READ_BUF } else { 0 },
             written: 0,
         }
     }
@@ -60,18 +65,6 @@ impl<'a> WsIo<'a> {
     /// Bytes written since the last call.
     fn take_written(&mut self) -> usize {
         std::mem::take(&mut self.written)
-    }
-
-    /// For a connection's own buffer on the thread engine: stops reading after a short read
-    /// (the caller then waits level-triggered), and grows the buffer up to 64 KiB when reads
-    /// fill it, so large messages take one read each. The buffer stays 8 KiB for a connection
-    /// that never receives more at once.
-    pub(crate) fn until_short_read(sock: &'a TcpStream, buf: &'a mut ReadBuf) -> Self {
-        WsIo {
-            short_read_drains: true,
-            grow_to: WS_READ_BUF,
-            ..WsIo::new(sock, buf)
-        }
     }
 }
 
@@ -84,7 +77,7 @@ impl Read for WsIo<'_> {
             let spare = self.buf.spare(0);
             let offered = spare.len();
             let n = loop {
-                match (&mut &*self.sock).read(&mut *spare) {
+                match self.stream.read(&mut *spare) {
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     other => break other?,
                 }
@@ -109,7 +102,7 @@ impl Read for WsIo<'_> {
 impl Write for WsIo<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         loop {
-            match (&mut &*self.sock).write(data) {
+            match self.stream.write(data) {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Ok(n) => {
                     self.written += n;
@@ -124,25 +117,6 @@ impl Write for WsIo<'_> {
     }
 }
 
-/// What the engine does next with the connection.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum WsNext {
-    /// Wait for the socket to be readable (and writable when `write`), a sender's wake-up, or
-    /// the deadline (then call [`WsConn::expire`]).
-    Wait {
-        write: bool,
-        deadline: Option<Instant>,
-    },
-    /// Work is left after the budget: run again after the others.
-    Again,
-    /// Pool dispatch: callbacks are due; hand [`WsConn::take_calls`] to a worker.
-    Dispatch,
-    /// The callbacks are on a worker: arm nothing; their return drives the connection again.
-    Busy,
-    /// Close the socket (call [`WsConn::finish`] first).
-    Close,
-}
-
 /// A callback due.
 pub(crate) enum Call {
     Open,
@@ -153,19 +127,19 @@ pub(crate) enum Call {
 }
 
 /// Callbacks on their way to a pool worker and back.
-pub(crate) struct Calls {
-    pub(crate) handler: Box<dyn WsHandler>,
-    pub(crate) sender: WsSender,
-    pub(crate) calls: Vec<Call>,
-    pub(crate) panicked: bool,
+struct Calls {
+    handler: Box<dyn WsHandler>,
+    sender: WsSender,
+    calls: Vec<Call>,
+    panicked: bool,
     /// `on_close` ran.
     closed: bool,
 }
 
-impl Calls {
+impl Work for Calls {
     /// True when `on_close` has not run yet: the connection went while the callbacks were on a
     /// worker. Queues it (with no frame) for [`Calls::run`].
-    pub(crate) fn close_due(&mut self) -> bool {
+    fn close_due(&mut self) -> bool {
         if self.closed || self.panicked {
             return false;
         }
@@ -174,7 +148,7 @@ impl Calls {
     }
 
     /// Runs the callbacks in order. A panic is logged and stops the rest.
-    pub(crate) fn run(&mut self) {
+    fn run(&mut self) {
         for call in self.calls.drain(..) {
             if self.panicked {
                 break;
@@ -251,25 +225,25 @@ impl WsConn {
     }
 
     /// Runs the connection as far as it goes without blocking. With `inline` the callbacks run
-    /// here; otherwise [`WsNext::Dispatch`] asks for them to go to the pool.
-    pub(crate) fn drive(&mut self, io: &mut WsIo<'_>, now: Instant, inline: bool) -> WsNext {
+    /// here; otherwise [`Next::Dispatch`] asks for them to go to the pool.
+    fn run(&mut self, io: &mut WsIo<'_>, now: Instant, inline: bool) -> Next {
         self.sender.running();
         let mut budget = MESSAGE_BUDGET;
         loop {
             if !self.calls.is_empty() {
                 if !inline {
                     return match self.handler {
-                        Some(_) => WsNext::Dispatch,
-                        None => WsNext::Busy,
+                        Some(_) => Next::Dispatch,
+                        None => Next::Busy,
                     };
                 }
                 if let Some(mut calls) = self.take_calls() {
                     calls.run();
-                    self.put_back(calls, io);
+                    self.calls_ran(calls, io);
                 }
             }
             if self.life == Life::Ended {
-                return WsNext::Close;
+                return Next::Close;
             }
             // Output first: queued messages, then everything buffered goes out.
             self.sender.take(&mut self.outbox);
@@ -314,7 +288,7 @@ impl WsConn {
                 }
             }
             if budget == 0 {
-                return WsNext::Again;
+                return Next::Again;
             }
             match self.ctx.read(io) {
                 Ok(msg) => {
@@ -347,7 +321,7 @@ impl WsConn {
     }
 
     /// The callbacks due, with the handler (for a pool worker). `None` while it is away.
-    pub(crate) fn take_calls(&mut self) -> Option<Calls> {
+    fn take_calls(&mut self) -> Option<Calls> {
         Some(Calls {
             handler: self.handler.take()?,
             sender: self.sender.clone(),
@@ -358,7 +332,7 @@ impl WsConn {
     }
 
     /// The callbacks ran (here or on a worker); a panic closes with 1011.
-    pub(crate) fn put_back(&mut self, calls: Calls, io: &mut WsIo<'_>) {
+    fn calls_ran(&mut self, calls: Calls, io: &mut WsIo<'_>) {
         self.handler = Some(calls.handler);
         if calls.panicked {
             self.close_reported = true;
@@ -367,7 +341,7 @@ impl WsConn {
     }
 
     /// A deadline passed: the closing handshake timed out, or the connection was idle.
-    pub(crate) fn expire(&mut self, io: &mut WsIo<'_>, now: Instant) {
+    fn timer(&mut self, io: &mut WsIo<'_>, now: Instant) {
         match self.life {
             Life::Closing(Some(until)) if now >= until => self.end(),
             Life::Open => {
@@ -384,15 +358,15 @@ impl WsConn {
         }
     }
 
-    /// Server shutdown: close with 1001.
-    pub(crate) fn shutdown(&mut self, io: &mut WsIo<'_>, now: Instant) {
+    /// Server shutdown: close with 1001 (once).
+    fn going_away(&mut self, io: &mut WsIo<'_>, now: Instant) {
         let frame = close_frame(CloseCode::Away, "server shutting down");
         self.start_close(io, Some(frame), now);
     }
 
     /// The connection is going away: sends fail from now on, and `on_close` is due unless it
     /// ran. Returns the last callbacks, to run on the pool (or here when `inline`).
-    pub(crate) fn finish(&mut self, inline: bool) -> Option<Calls> {
+    fn last_calls(&mut self, inline: bool) -> Option<Calls> {
         self.sender.mark_closed();
         if !self.close_reported {
             self.close_reported = true;
@@ -409,13 +383,8 @@ impl WsConn {
         Some(calls)
     }
 
-    /// True until a close frame was sent or received.
-    pub(crate) fn is_open(&self) -> bool {
-        self.life == Life::Open
-    }
-
     /// Waits for the socket; `stalled`: output is blocked, and this is when its rate runs out.
-    fn wait(&self, stalled: Option<Option<Instant>>) -> WsNext {
+    fn wait(&self, stalled: Option<Option<Instant>>) -> Next {
         let write = stalled.is_some();
         let deadline = match (&self.life, stalled) {
             (Life::Closing(until), _) => *until,
@@ -433,7 +402,7 @@ impl WsConn {
                 ping.into_iter().chain(idle).min()
             }
         };
-        WsNext::Wait { write, deadline }
+        Next::Wait { write, deadline }
     }
 
     fn start_close(&mut self, io: &mut WsIo<'_>, frame: Option<CloseFrame>, now: Instant) {
@@ -483,6 +452,35 @@ impl WsConn {
     }
 }
 
+impl Session for WsConn {
+    fn drive(&mut self, io: &mut Io<'_>, now: Instant, callbacks: Callbacks) -> Next {
+        self.run(&mut WsIo::over(io), now, callbacks == Callbacks::Inline)
+    }
+    fn expire(&mut self, io: &mut Io<'_>, now: Instant) {
+        self.timer(&mut WsIo::over(io), now)
+    }
+    fn shutdown(&mut self, io: &mut Io<'_>, now: Instant) {
+        self.going_away(&mut WsIo::over(io), now)
+    }
+    fn finish(&mut self, callbacks: Callbacks) -> Option<Box<dyn Work>> {
+        let last = self.last_calls(callbacks == Callbacks::Inline)?;
+        Some(Box::new(last))
+    }
+    fn take_work(&mut self) -> Option<Box<dyn Work>> {
+        Some(Box::new(self.take_calls()?))
+    }
+    fn put_back(&mut self, work: Box<dyn Work>, io: &mut Io<'_>) {
+        match work_as::<Calls>(work) {
+            Some(calls) => self.calls_ran(*calls, &mut WsIo::over(io)),
+            // Not this session's work: nothing to run it with, so the connection ends.
+            None => self.end(),
+        }
+    }
+    fn keeps_input(&self) -> bool {
+        true
+    }
+}
+
 fn close_frame(code: CloseCode, reason: &str) -> CloseFrame {
     CloseFrame {
         code,
@@ -492,4 +490,244 @@ fn close_frame(code: CloseCode, reason: &str) -> CloseFrame {
 
 fn would_block(e: &WsError) -> bool {
     matches!(e, WsError::Io(io) if io.kind() == ErrorKind::WouldBlock)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::http::session::memory::{Pipe, Wakes, waker};
+    use crate::ws::SendError;
+
+    /// Records the callbacks; echoes messages; panics on the message "panic".
+    struct Echo(Arc<Mutex<Vec<String>>>);
+
+    impl WsHandler for Echo {
+        fn on_open(&mut self, _: &WsSender) {
+            self.log("open".into());
+        }
+        fn on_message(&mut self, ws: &WsSender, msg: WsMessage) {
+            self.log(format!("message {}", msg.as_text().unwrap_or("")));
+            assert_ne!(msg.as_text(), Some("panic"), "the handler panics");
+            let _ = ws.send(msg);
+        }
+        fn on_close(&mut self, frame: Option<CloseFrame>) {
+            self.log(format!("close {:?}", frame.map(|f| u16::from(f.code))));
+        }
+    }
+
+    impl Echo {
+        fn log(&self, line: String) {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+    }
+
+    /// The peer: one context frames what it sends, another reads what the server wrote (a
+    /// read to the end of what is there ends the reading context).
+    struct Client {
+        ctx: WebSocketContext,
+    }
+
+    impl Client {
+        fn new() -> Self {
+            Client {
+                ctx: WebSocketContext::new(Role::Client, None),
+            }
+        }
+
+        /// Queues a (masked) client message into the pipe's input.
+        fn send(&mut self, pipe: &mut Pipe, msg: Message) {
+            let mut wire = Cursor::new(Vec::new());
+            self.ctx.write(&mut wire, msg).expect("the stream is open");
+            self.ctx.flush(&mut wire).expect("the stream is open");
+            pipe.input.extend(wire.into_inner());
+        }
+
+        /// Reads every message the server wrote.
+        fn received(&mut self, pipe: &mut Pipe) -> Vec<Message> {
+            let mut rx = WebSocketContext::new(Role::Client, None);
+            let mut wire = Cursor::new(std::mem::take(&mut pipe.output));
+            let mut got = Vec::new();
+            while let Ok(m) = rx.read(&mut wire) {
+                got.push(m);
+            }
+            got
+        }
+    }
+
+    fn started(log: &Arc<Mutex<Vec<String>>>) -> Box<dyn Session> {
+        let wakes = Arc::new(Wakes::default());
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let conn = WsConn::new(
+            Box::new(Echo(log.clone())),
+            WsConfig::default(),
+            sender,
+            Instant::now(),
+            None,
+        );
+        Box::new(conn)
+    }
+
+    fn drive(s: &mut dyn Session, pipe: &mut Pipe, buf: &mut ReadBuf, cb: Callbacks) -> Next {
+        pipe.io(buf, |io| s.drive(io, Instant::now(), cb))
+    }
+
+    fn log(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+        log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    #[test]
+    fn inline_callbacks_echo_in_order_and_the_closing_handshake_reports_the_frame() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = started(&calls);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        client.send(&mut pipe, Message::text("one"));
+        client.send(&mut pipe, Message::text("two"));
+        let idle = Next::Wait {
+            write: false,
+            deadline: None,
+        };
+        assert_eq!(drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline), idle);
+        let echoed = client.received(&mut pipe);
+        assert_eq!(echoed, vec![Message::text("one"), Message::text("two")]);
+        let close = CloseFrame {
+            code: CloseCode::Normal,
+            reason: "bye".into(),
+        };
+        client.send(&mut pipe, Message::Close(Some(close)));
+        drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
+        // The close frame is echoed with its code.
+        let back = client.received(&mut pipe);
+        assert!(
+            matches!(&back[..], [Message::Close(Some(f))] if f.code == CloseCode::Normal),
+            "{back:?}"
+        );
+        assert!(s.finish(Callbacks::Inline).is_none());
+        assert_eq!(
+            log(&calls),
+            ["open", "message one", "message two", "close Some(1000)"]
+        );
+    }
+
+    #[test]
+    fn pool_callbacks_go_out_as_work_and_come_back() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = started(&calls);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        // on_open is due first.
+        assert_eq!(
+            drive(&mut *s, &mut pipe, &mut buf, Callbacks::Pool),
+            Next::Dispatch
+        );
+        let mut work = s.take_work().expect("callbacks are due");
+        // While the callbacks are away a message that comes waits for them.
+        assert!(s.take_work().is_none());
+        client.send(&mut pipe, Message::text("hi"));
+        assert_eq!(
+            drive(&mut *s, &mut pipe, &mut buf, Callbacks::Pool),
+            Next::Busy
+        );
+        work.run();
+        pipe.io(&mut buf, |io| s.put_back(work, io));
+        assert_eq!(
+            drive(&mut *s, &mut pipe, &mut buf, Callbacks::Pool),
+            Next::Dispatch
+        );
+        let mut work = s.take_work().expect("a message is due");
+        work.run();
+        pipe.io(&mut buf, |io| s.put_back(work, io));
+        let idle = Next::Wait {
+            write: false,
+            deadline: None,
+        };
+        assert_eq!(drive(&mut *s, &mut pipe, &mut buf, Callbacks::Pool), idle);
+        assert_eq!(client.received(&mut pipe), vec![Message::text("hi")]);
+        // The connection ends: on_close goes to the pool as the last work.
+        let mut last = s.finish(Callbacks::Pool).expect("on_close is due");
+        last.run();
+        assert_eq!(log(&calls), ["open", "message hi", "close None"]);
+    }
+
+    #[test]
+    fn a_panicking_callback_closes_with_1011() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = started(&calls);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        client.send(&mut pipe, Message::text("panic"));
+        assert_eq!(
+            drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline),
+            Next::Close
+        );
+        let back = client.received(&mut pipe);
+        assert!(
+            matches!(&back[..], [Message::Close(Some(f))] if f.code == CloseCode::Error),
+            "{back:?}"
+        );
+    }
+
+    #[test]
+    fn shutdown_sends_1001_and_the_close_times_out() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = started(&calls);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        let t0 = Instant::now();
+        pipe.io(&mut buf, |io| s.shutdown(io, t0));
+        let Next::Wait {
+            deadline: Some(until),
+            ..
+        } = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline))
+        else {
+            panic!("the server waits for the peer's close");
+        };
+        assert_eq!(until, t0 + WsConfig::default().close_timeout);
+        let back = client.received(&mut pipe);
+        assert!(
+            matches!(&back[..], [Message::Close(Some(f))] if f.code == CloseCode::Away),
+            "{back:?}"
+        );
+        let late = until + Duration::from_millis(1);
+        pipe.io(&mut buf, |io| s.expire(io, late));
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, late, Callbacks::Inline)),
+            Next::Close
+        );
+        s.finish(Callbacks::Inline);
+        assert_eq!(log(&calls), ["open", "close Some(1001)"]);
+    }
+
+    #[test]
+    fn a_peer_that_takes_nothing_is_dropped_at_the_minimum_rate() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let wakes = Arc::new(Wakes::default());
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let rate = MinRate::new(240, Duration::from_secs(5));
+        let t0 = Instant::now();
+        let echo = Box::new(Echo(calls.clone()));
+        let mut s: Box<dyn Session> = Box::new(WsConn::new(
+            echo,
+            WsConfig::default(),
+            sender.clone(),
+            t0,
+            Some(rate),
+        ));
+        let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
+        pipe.room = 0;
+        sender.send("stuck").expect("the stream is open");
+        let Next::Wait {
+            write: true,
+            deadline: Some(cut),
+        } = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline))
+        else {
+            panic!("blocked output waits to write, with a deadline");
+        };
+        assert_eq!(cut, t0 + Duration::from_secs(5));
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, cut, Callbacks::Inline)),
+            Next::Close
+        );
+        assert_eq!(sender.send("x"), Err(SendError::Closed));
+    }
 }

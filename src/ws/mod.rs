@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use twinhttp::{Request, Response};
-//! use twinhttp::ws::{WsSender, WsMessage};
+//! use twinhttp::ws::{RequestExt, WsSender, WsMessage};
 //!
 //! fn app(req: &mut Request<'_>) -> Response {
 //!     match req.path() {
@@ -40,12 +40,9 @@
 
 mod conn;
 pub(crate) mod handshake;
+mod sender;
+mod upgrade;
 
-use std::collections::VecDeque;
-use std::fmt;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use tungstenite;
@@ -53,10 +50,9 @@ pub use tungstenite::protocol::CloseFrame;
 pub use tungstenite::protocol::frame::coding::CloseCode;
 pub use tungstenite::{Bytes, Utf8Bytes};
 
-pub(crate) use conn::{Calls, WS_READ_BUF, WsConn, WsIo, WsNext};
-
-use crate::Response;
-use crate::http::response::{Body, BodyKind};
+pub(crate) use conn::{WS_READ_BUF, WsConn};
+pub use sender::{SendError, WsSender};
+pub use upgrade::{RequestExt, WsUpgrade};
 
 /// A data message: text (valid UTF-8) or binary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,7 +166,7 @@ pub trait WsHandler: Send + 'static {
 /// argument types so that it needs no annotation:
 ///
 /// ```
-/// use twinhttp::{Request, Response, ws::on_message};
+/// use twinhttp::{Request, Response, ws::{RequestExt, on_message}};
 ///
 /// fn echo(req: &mut Request<'_>) -> Response {
 ///     match req.upgrade_websocket() {
@@ -282,350 +278,5 @@ impl WsConfig {
             .max_write_buffer_size(usize::MAX)
             .max_message_size(Some(self.max_message_size))
             .max_frame_size(Some(self.max_frame_size))
-    }
-}
-
-/// Why a [`WsSender`] could not queue a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SendError {
-    /// The connection is closed or closing: nothing more can be sent.
-    Closed,
-    /// The send queue holds [`WsConfig::max_send_queue`] bytes the peer has not taken yet.
-    Full,
-}
-
-impl fmt::Display for SendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SendError::Closed => "websocket closed",
-            SendError::Full => "websocket send queue full",
-        })
-    }
-}
-
-impl std::error::Error for SendError {}
-
-pub(crate) use crate::engine::Wake;
-use crate::engine::WakeFlag;
-
-/// An item queued by a sender.
-pub(crate) enum Out {
-    Msg(tungstenite::Message),
-    Close(Option<CloseFrame>),
-}
-
-#[derive(Default)]
-pub(crate) struct Queue {
-    pub(crate) items: VecDeque<Out>,
-    bytes: usize,
-    closed: bool,
-}
-
-struct SenderShared {
-    queue: Mutex<Queue>,
-    /// Set while the engine is running this connection or a wake-up is pending: a push then
-    /// needs no wake-up of its own.
-    notified: WakeFlag,
-    waker: Box<dyn Wake>,
-    limit: usize,
-    peer: Option<SocketAddr>,
-}
-
-/// Pushes messages to one WebSocket connection from any thread. Cheap to clone.
-#[derive(Clone)]
-pub struct WsSender {
-    shared: Arc<SenderShared>,
-}
-
-impl fmt::Debug for WsSender {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WsSender")
-            .field("peer", &self.shared.peer)
-            .field("closed", &self.is_closed())
-            .finish()
-    }
-}
-
-impl WsSender {
-    pub(crate) fn new(waker: Box<dyn Wake>, limit: usize, peer: Option<SocketAddr>) -> Self {
-        WsSender {
-            shared: Arc::new(SenderShared {
-                queue: Mutex::new(Queue::default()),
-                notified: WakeFlag::new(true),
-                waker,
-                limit,
-                peer,
-            }),
-        }
-    }
-
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        // Nothing under this lock panics; a poisoned queue is still consistent.
-        self.shared.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn push(&self, out: Out, len: usize) -> Result<(), SendError> {
-        {
-            let mut q = self.queue();
-            if q.closed {
-                return Err(SendError::Closed);
-            }
-            if q.bytes > 0 && q.bytes + len > self.shared.limit {
-                return Err(SendError::Full);
-            }
-            q.bytes += len;
-            q.items.push_back(out);
-        }
-        if self.shared.notified.should_wake() {
-            self.shared.waker.wake();
-        }
-        Ok(())
-    }
-
-    /// Queues a text or binary message.
-    pub fn send(&self, msg: impl Into<WsMessage>) -> Result<(), SendError> {
-        let msg = msg.into();
-        let len = msg.len();
-        self.push(Out::Msg(msg.into()), len)
-    }
-
-    /// Queues a ping (payload at most 125 bytes; longer is cut).
-    pub fn ping(&self, payload: &[u8]) -> Result<(), SendError> {
-        let p = Bytes::copy_from_slice(&payload[..payload.len().min(125)]);
-        self.push(Out::Msg(tungstenite::Message::Ping(p)), 0)
-    }
-
-    /// Starts the closing handshake with `code` and `reason` (cut to fit 123 bytes). Messages
-    /// queued before it are sent first.
-    pub fn close(&self, code: CloseCode, reason: &str) -> Result<(), SendError> {
-        let mut end = reason.len().min(123);
-        while !reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        let frame = CloseFrame {
-            code,
-            reason: reason[..end].to_owned().into(),
-        };
-        self.push(Out::Close(Some(frame)), 0)
-    }
-
-    /// True once the connection is closed or closing: sends fail from then on.
-    pub fn is_closed(&self) -> bool {
-        self.queue().closed
-    }
-
-    /// The peer's address.
-    pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.shared.peer
-    }
-
-    /// Takes everything queued (the engine calls this while it runs the connection).
-    pub(crate) fn take(&self, into: &mut VecDeque<Out>) {
-        let mut q = self.queue();
-        q.bytes = 0;
-        into.append(&mut q.items);
-    }
-
-    /// The engine is running this connection: pushes need not wake it.
-    pub(crate) fn running(&self) {
-        self.shared.notified.running();
-    }
-
-    /// The engine is about to wait: later pushes wake it. True when something was queued in
-    /// between (run again instead of waiting).
-    pub(crate) fn settle(&self) -> bool {
-        self.shared
-            .notified
-            .settle(|| !self.queue().items.is_empty())
-    }
-
-    /// No more sends: the connection is closing.
-    pub(crate) fn mark_closed(&self) {
-        let mut q = self.queue();
-        q.closed = true;
-        q.items.clear();
-        q.bytes = 0;
-    }
-}
-
-/// What an accepted upgrade becomes once the 101 is out.
-pub(crate) enum Upgrade {
-    /// The configuration is boxed so that every `Response` stays small (it is moved by value
-    /// from handler to writer on every request).
-    WebSocket(Box<dyn WsHandler>, Box<WsConfig>),
-    Raw(Box<dyn FnOnce(Upgraded) + Send>),
-}
-
-impl Response {
-    /// A generic protocol switch: `101 Switching Protocols` with `Upgrade: protocol`, after which
-    /// `then` gets the connection ([`Upgraded`]) on a thread of its own, on either engine. The
-    /// request must carry `Connection: upgrade` (else 426 is sent instead). Its status is the
-    /// `101` it sends:
-    ///
-    /// ```
-    /// let r = twinhttp::Response::upgrade("echo", |_conn| {});
-    /// assert_eq!(r.status(), 101);
-    /// ```
-    pub fn upgrade(protocol: &str, then: impl FnOnce(Upgraded) + Send + 'static) -> Response {
-        Response::new(101)
-            .with_header("Upgrade", protocol.to_owned())
-            .with_body(Body {
-                kind: BodyKind::Upgrade(Upgrade::Raw(Box::new(then))),
-            })
-    }
-}
-
-/// A connection handed over after `101 Switching Protocols` (see [`Response::upgrade`]): a
-/// blocking socket, with any bytes the client sent after the upgrade request read first.
-#[derive(Debug)]
-pub struct Upgraded {
-    stream: TcpStream,
-    leftover: Vec<u8>,
-    pos: usize,
-}
-
-impl Upgraded {
-    pub(crate) fn new(stream: TcpStream, leftover: Vec<u8>) -> io::Result<Upgraded> {
-        stream.set_nonblocking(false)?;
-        Ok(Upgraded {
-            stream,
-            leftover,
-            pos: 0,
-        })
-    }
-
-    /// The socket and the bytes already read from it but not yet consumed.
-    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
-        let mut rest = self.leftover;
-        rest.drain(..self.pos);
-        (self.stream, rest)
-    }
-
-    /// The socket (reading from it directly skips any buffered bytes).
-    pub fn stream(&self) -> &TcpStream {
-        &self.stream
-    }
-}
-
-impl Read for Upgraded {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.pos < self.leftover.len() {
-            let n = buf.len().min(self.leftover.len() - self.pos);
-            buf[..n].copy_from_slice(&self.leftover[self.pos..self.pos + n]);
-            self.pos += n;
-            return Ok(n);
-        }
-        self.stream.read(buf)
-    }
-}
-
-impl Write for Upgraded {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.stream.flush()
-    }
-}
-
-/// A valid WebSocket upgrade request, to accept (or refuse) — from
-/// [`Request::upgrade_websocket`](crate::Request::upgrade_websocket).
-#[derive(Debug)]
-pub struct WsUpgrade {
-    offer: handshake::Offer,
-    protocol: Option<String>,
-    config: WsConfig,
-}
-
-impl WsUpgrade {
-    pub(crate) fn new(offer: handshake::Offer) -> Self {
-        WsUpgrade {
-            offer,
-            protocol: None,
-            config: WsConfig::default(),
-        }
-    }
-
-    /// The subprotocols the client offers (`Sec-WebSocket-Protocol`), in its order.
-    pub fn protocols(&self) -> impl Iterator<Item = &str> {
-        self.offer.protocols.iter().map(String::as_str)
-    }
-
-    /// The `Origin` field, if sent (browsers always send it).
-    pub fn origin(&self) -> Option<&str> {
-        self.offer.origin.as_deref()
-    }
-
-    /// The origin check hook: `allow` sees the `Origin` field; a refusal answers 403.
-    // The refusal is the response to send as is; it is the rare path.
-    #[allow(clippy::result_large_err)]
-    pub fn check_origin(self, allow: impl FnOnce(Option<&str>) -> bool) -> Result<Self, Response> {
-        if allow(self.origin()) {
-            Ok(self)
-        } else {
-            Err(Response::new(403).with_body("origin not allowed"))
-        }
-    }
-
-    /// Selects the first of `supported` (the server's order of preference) that the client
-    /// offers, if any (sent back as `Sec-WebSocket-Protocol`). Without a match no subprotocol is
-    /// selected, as RFC 6455 allows.
-    pub fn select_protocol(mut self, supported: &[&str]) -> Self {
-        self.protocol = supported
-            .iter()
-            .find(|s| self.offer.protocols.iter().any(|p| p == *s))
-            .map(|s| (*s).to_owned());
-        self
-    }
-
-    /// The selected subprotocol.
-    pub fn protocol(&self) -> Option<&str> {
-        self.protocol.as_deref()
-    }
-
-    /// Sets the connection's [`WsConfig`].
-    pub fn with_config(mut self, config: WsConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    fn switching(&self, body: Body) -> Response {
-        let mut r = Response::new(101)
-            .with_header("Upgrade", "websocket")
-            .with_header("Sec-WebSocket-Accept", self.offer.accept.clone());
-        if let Some(p) = &self.protocol {
-            r = r.with_header("Sec-WebSocket-Protocol", p.clone());
-        }
-        r.with_body(body)
-    }
-
-    /// Accepts: the response (`101`) that switches the connection to WebSocket with `handler`.
-    pub fn accept(self, handler: impl WsHandler) -> Response {
-        self.switching(Body {
-            kind: BodyKind::Upgrade(Upgrade::WebSocket(Box::new(handler), Box::new(self.config))),
-        })
-    }
-
-    /// Accepts, handing a plain blocking [`tungstenite::WebSocket`] to `then` on a thread of its
-    /// own, for users who want their own read loop.
-    pub fn accept_blocking(
-        self,
-        then: impl FnOnce(tungstenite::WebSocket<TcpStream>) + Send + 'static,
-    ) -> Response {
-        let config = self.config.tungstenite().write_buffer_size(0);
-        let raw = move |up: Upgraded| {
-            let (stream, rest) = up.into_parts();
-            let ws = tungstenite::WebSocket::from_partially_read(
-                stream,
-                rest,
-                tungstenite::protocol::Role::Server,
-                Some(config),
-            );
-            then(ws)
-        };
-        self.switching(Body {
-            kind: BodyKind::Upgrade(Upgrade::Raw(Box::new(raw))),
-        })
     }
 }

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use twinhttp::ws::RequestExt;
 use twinhttp::{Body, Handler, Limits, MinRate, Request, Response};
 
 /// The engine configurations every behaviour test runs against.

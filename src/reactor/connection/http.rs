@@ -12,14 +12,12 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Close, State};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
-use crate::http::response::BodyKind;
+use crate::http::session::Start;
 use crate::http::stream::{STREAM_PIECE, Streaming};
 use crate::net::io;
 use crate::rate::Meter;
 use crate::reactor::pool::Job;
 use crate::reactor::pools::Pools;
-use crate::sse::SseConn;
-use crate::ws::{Upgrade, WsConn, WsSender};
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
@@ -237,11 +235,9 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched
-            | Phase::Ws(_)
-            | Phase::Sse(_)
-            | Phase::Detach(_)
-            | Phase::Linger(_) => Step::NeedInput,
+            Phase::Dispatched | Phase::Session(_) | Phase::Detach(_) | Phase::Linger(_) => {
+                Step::NeedInput
+            }
         }
     }
 
@@ -285,24 +281,19 @@ impl Connection {
             .write_response(head, answered.response, true, closing, out)
         {
             After::Done => {}
-            After::Stream(encoder, BodyKind::Events(events)) => {
-                let sse = SseConn::new(
-                    events,
-                    encoder,
-                    self.waker(cx),
-                    cx.now,
-                    cx.cfg.min_response_rate,
-                );
-                self.phase = Phase::Sse(Box::new(sse));
-            }
             // A file is read in pieces on the loop, like any sized reader.
             After::Stream(encoder, body) => self.streaming = Some(Streaming::new(encoder, body)),
-            After::Switch(Upgrade::WebSocket(handler, cfg)) => {
-                let sender = WsSender::new(self.waker(cx), cfg.max_send_queue, self.peer);
-                let ws = WsConn::new(handler, *cfg, sender, cx.now, cx.cfg.min_response_rate);
-                self.phase = Phase::Ws(Box::new(ws));
+            After::Session(encoder, takeover) => {
+                let session = takeover.start(Start {
+                    waker: self.waker(cx),
+                    peer: self.peer,
+                    now: cx.now,
+                    rate: cx.cfg.min_response_rate,
+                    encoder,
+                });
+                self.phase = Phase::Session(session);
             }
-            After::Switch(raw) => self.phase = Phase::Detach(Some(Box::new(raw))),
+            After::Detach(then) => self.phase = Phase::Detach(Some(then)),
         }
     }
 

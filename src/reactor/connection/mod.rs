@@ -25,11 +25,11 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
+use crate::http::session::{Io, Reads, Session};
 use crate::http::stream::Streaming;
 use crate::net::sys::Registered;
+use crate::net::upgrade::Upgraded;
 use crate::rate::Meter;
-use crate::sse::SseConn;
-use crate::ws::{Upgrade, WsConn, WsIo};
 
 /// What the loop needs to run a connection's step.
 pub(crate) struct Cx<'a, H> {
@@ -73,13 +73,12 @@ enum Phase {
     },
     /// The request is with a pool worker; nothing is read until its response is back.
     Dispatched,
-    /// The connection speaks WebSocket.
-    Ws(Box<WsConn>),
-    /// The response is an event stream, written as its senders send.
-    Sse(Box<SseConn>),
+    /// A session took the connection over (a WebSocket after its 101, an event stream after
+    /// its head).
+    Session(Box<dyn Session>),
     /// A generic upgrade: once the 101 is out, the connection leaves the loop. (Boxed: every
     /// connection's slab slot is as large as the largest phase.)
-    Detach(Option<Box<Upgrade>>),
+    Detach(Option<Box<dyn FnOnce(Upgraded) + Send>>),
     /// The last response is out and the write side shut; what the client still sends is read
     /// and dropped until it closes (a lingering close, as the core decided).
     Linger(Linger),
@@ -202,27 +201,29 @@ impl Connection {
             cx.pools.give_head(h);
         }
         match &mut self.phase {
-            Phase::Ws(_) => self.drive_ws(cx),
-            Phase::Sse(_) => self.drive_sse(cx),
+            Phase::Session(_) => self.drive_session(cx),
             _ => Next::Detach,
         }
     }
 
     pub(super) fn switched(&self) -> bool {
-        matches!(self.phase, Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_))
+        matches!(self.phase, Phase::Session(_) | Phase::Detach(_))
     }
 
-    /// A deadline passed. A WebSocket handles its own timers and an event stream's heartbeat is
-    /// due (true: drive it again). For HTTP the core decides: a request under way gets `408` and
+    /// A deadline passed. A session handles its own timers (true: drive it again). For HTTP the core decides: a request under way gets `408` and
     /// a lingering close (true: drive it to write that and linger); otherwise it closes (false).
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
         match &mut self.phase {
-            Phase::Ws(ws) => {
+            Phase::Session(session) => {
                 let buf = self.read.get_or_insert_with(|| pools.ws_read());
-                ws.expire(&mut WsIo::new(self.socket.get(), buf), now);
+                let mut io = Io {
+                    stream: &mut self.socket.get(),
+                    buf,
+                    reads: Reads::UntilWouldBlock,
+                };
+                session.expire(&mut io, now);
                 return true;
             }
-            Phase::Sse(_) => return true,
             Phase::Head | Phase::Body { .. } => {}
             Phase::Dispatched | Phase::Detach(_) | Phase::Linger(_) => {
                 self.release_all(pools);
@@ -272,7 +273,7 @@ impl Connection {
                         deadline: linger.deadline(),
                     };
                 }
-                Phase::Dispatched | Phase::Ws(_) | Phase::Sse(_) | Phase::Detach(_) => {
+                Phase::Dispatched | Phase::Session(_) | Phase::Detach(_) => {
                     return Next::Wait {
                         read,
                         write,

@@ -1,24 +1,25 @@
-//! A connection after its response head handed it over: a WebSocket or an event stream driven on
-//! the loop (callbacks inline or on the pool), or a generic upgrade leaving the loop for a thread.
+//! A connection after its response head handed it over: a session (a WebSocket, an event
+//! stream) driven on the loop with its callbacks inline or on the pool, or a generic upgrade
+//! leaving the loop for a thread.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
+use crate::http::session::{self, Callbacks, Io, Reads, Wake, Work};
+use crate::net::upgrade::Upgraded;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
 use crate::reactor::pools::Pools;
-use crate::ws::{Calls, Upgrade, Wake, WsIo, WsNext};
 
 /// A connection leaving the loop after a generic upgrade.
 pub(crate) struct Detached {
     pub(crate) stream: TcpStream,
     pub(crate) leftover: Vec<u8>,
-    pub(crate) peer: Option<SocketAddr>,
-    pub(crate) upgrade: Upgrade,
+    pub(crate) then: Box<dyn FnOnce(Upgraded) + Send>,
     pub(crate) open: OpenGuard,
 }
 
@@ -38,53 +39,44 @@ impl Wake for LoopWake {
 }
 
 impl Connection {
-    pub(super) fn drive_sse<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
-        let Phase::Sse(sse) = &mut self.phase else {
+    pub(super) fn drive_session<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let Phase::Session(session) = &mut self.phase else {
             return Next::Close;
         };
-        if cx.closing {
-            sse.shutdown();
-        }
-        match sse.drive(self.socket.get(), cx.now) {
-            WsNext::Wait { write, deadline } => Next::Wait {
-                read: !write,
-                write,
-                deadline,
-            },
-            _ => Next::Close,
-        }
-    }
-
-    pub(super) fn drive_ws<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
-        let Phase::Ws(ws) = &mut self.phase else {
-            return Next::Close;
+        let callbacks = match cx.pool {
+            Some(_) => Callbacks::Pool,
+            None => Callbacks::Inline,
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
-        let mut io = WsIo::new(self.socket.get(), buf);
-        if cx.closing && ws.is_open() {
-            ws.shutdown(&mut io, cx.now);
+        let mut io = Io {
+            stream: &mut self.socket.get(),
+            buf,
+            reads: Reads::UntilWouldBlock,
+        };
+        if cx.closing {
+            session.shutdown(&mut io, cx.now);
         }
-        let next = ws.drive(&mut io, cx.now, cx.pool.is_none());
-        // An idle WebSocket holds no read buffer.
+        let next = session.drive(&mut io, cx.now, callbacks);
+        // An idle session holds no read buffer.
         if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
             if let Some(b) = self.read.take() {
                 cx.pools.give_read(b);
             }
         }
         match next {
-            WsNext::Wait { write, deadline } => Next::Wait {
+            session::Next::Wait { write, deadline } => Next::Wait {
                 read: !write,
                 write,
                 deadline,
             },
-            WsNext::Again => Next::Again,
-            WsNext::Close => Next::Close,
-            WsNext::Dispatch => {
-                if let (Some(pool), Some(calls)) = (cx.pool, ws.take_calls()) {
-                    pool.send(Job::Ws {
+            session::Next::Again => Next::Again,
+            session::Next::Close => Next::Close,
+            session::Next::Dispatch => {
+                if let (Some(pool), Some(work)) = (cx.pool, session.take_work()) {
+                    pool.send(Job::Session {
                         key: cx.key,
                         id: self.id,
-                        calls,
+                        work,
                     });
                 }
                 Next::Wait {
@@ -93,7 +85,7 @@ impl Connection {
                     deadline: None,
                 }
             }
-            WsNext::Busy => Next::Wait {
+            session::Next::Busy => Next::Wait {
                 read: false,
                 write: false,
                 deadline: None,
@@ -110,37 +102,46 @@ impl Connection {
         })
     }
 
-    /// A pool worker ran this WebSocket's callbacks.
-    pub(crate) fn ws_complete<H: Handler>(&mut self, calls: Calls, cx: &mut Cx<'_, H>) -> Next {
-        let Phase::Ws(ws) = &mut self.phase else {
+    /// A pool worker ran this session's callbacks.
+    pub(crate) fn work_done<H: Handler>(
+        &mut self,
+        work: Box<dyn Work>,
+        cx: &mut Cx<'_, H>,
+    ) -> Next {
+        let Phase::Session(session) = &mut self.phase else {
             return Next::Close;
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
-        ws.put_back(calls, &mut WsIo::new(self.socket.get(), buf));
+        let mut io = Io {
+            stream: &mut self.socket.get(),
+            buf,
+            reads: Reads::UntilWouldBlock,
+        };
+        session.put_back(work, &mut io);
         self.drive(cx)
     }
 
-    /// The connection is closing: a WebSocket's `on_close` is due (run here, or sent to the
-    /// pool).
+    /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
+    /// due (run here, or sent to the pool).
     pub(crate) fn finish(&mut self, pool: Option<&PoolSender>) {
-        match &mut self.phase {
-            Phase::Ws(ws) => {
-                if let (Some(calls), Some(pool)) = (ws.finish(pool.is_none()), pool) {
-                    pool.send(Job::WsLast(calls));
-                }
+        if let Phase::Session(session) = &mut self.phase {
+            let callbacks = match pool {
+                Some(_) => Callbacks::Pool,
+                None => Callbacks::Inline,
+            };
+            if let (Some(work), Some(pool)) = (session.finish(callbacks), pool) {
+                pool.send(Job::Last(work));
             }
-            Phase::Sse(sse) => sse.finish(),
-            _ => {}
         }
     }
 
     /// A detached connection's parts: the socket (out of the poller), the bytes read past the
     /// upgrade request, the upgrade and the connection count.
     pub(crate) fn into_detached(mut self, pools: &mut Pools) -> Option<Detached> {
-        let Phase::Detach(upgrade) = &mut self.phase else {
+        let Phase::Detach(then) = &mut self.phase else {
             return None;
         };
-        let upgrade = *upgrade.take()?;
+        let then = then.take()?;
         let leftover = self
             .read
             .as_ref()
@@ -152,8 +153,7 @@ impl Connection {
         Some(Detached {
             stream,
             leftover,
-            peer: self.peer,
-            upgrade,
+            then,
             open: self._open,
         })
     }

@@ -1,0 +1,152 @@
+//! Sessions on threads of their own: with parking off, a WebSocket or an event stream is driven
+//! as blocking code on a thread that waits for its socket and its wake-ups in one `poll(2)`.
+
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd};
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use crate::engine::{Control, OpenGuard};
+use crate::http::buf::ReadBuf;
+use crate::http::session::{Callbacks, Io, Next, Reads, Session, Wake};
+
+/// Drives a session on a thread of its own, as blocking code (callbacks on that thread), until
+/// it closes. Its [`Waiter`] is made by the engine before the response head goes out (a process
+/// out of descriptors answers 503 instead of switching and then dropping the connection), and
+/// the session was started with it as its waker.
+pub(crate) fn detach_session(
+    control: &Arc<Control>,
+    stream: TcpStream,
+    leftover: Vec<u8>,
+    session: Box<dyn Session>,
+    open: OpenGuard,
+    waiter: Arc<Waiter>,
+) {
+    let ctl = control.clone();
+    let spawned = control.spawn_detached("twinhttp-session", move || {
+        let _open = open;
+        let mut buf = ReadBuf::new();
+        buf.push(&leftover);
+        run_session(&ctl, &waiter, stream, session, buf);
+    });
+    if let Err(e) = spawned {
+        log::error!("cannot start a connection thread: {e}; closing it");
+    }
+}
+
+/// How a connection thread waits: for its socket and for wake-ups (a sender pushed, shutdown
+/// began) in one `poll(2)`. The wake-up is an eventfd on Linux (one descriptor), a socket pair
+/// elsewhere; with the socket that is two (three) descriptors per connection thread.
+pub(crate) struct Waiter {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    wake_fd: std::os::fd::OwnedFd,
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pair: (UnixStream, UnixStream),
+}
+
+impl Waiter {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(crate) fn new() -> std::io::Result<Waiter> {
+        use rustix::event::{EventfdFlags, eventfd};
+        let wake_fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Waiter { wake_fd })
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(crate) fn new() -> std::io::Result<Waiter> {
+        let pair = UnixStream::pair()?;
+        pair.0.set_nonblocking(true)?;
+        pair.1.set_nonblocking(true)?;
+        Ok(Waiter { pair })
+    }
+
+    /// The descriptor that becomes readable on a wake-up.
+    fn wake_side(&self) -> BorrowedFd<'_> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.wake_fd.as_fd();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        return self.pair.0.as_fd();
+    }
+
+    /// Consumes pending wake-ups.
+    fn drain(&self) {
+        let mut buf = [0u8; 64];
+        while matches!(rustix::io::read(self.wake_side(), &mut buf), Ok(n) if n > 0) {}
+    }
+
+    /// Waits until `sock` is readable (writable with `write`), a wake-up, or `timeout`.
+    fn wait(&self, sock: &TcpStream, write: bool, timeout: Option<Duration>) {
+        let flags = if write { PollFlags::OUT } else { PollFlags::IN };
+        let timeout = timeout.map(|t| Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        });
+        let mut fds = [
+            PollFd::new(sock, flags),
+            PollFd::from_borrowed_fd(self.wake_side(), PollFlags::IN),
+        ];
+        // EINTR and the like: the caller drives the connection and waits again.
+        let _ = poll(&mut fds, timeout.as_ref());
+        if !fds[1].revents().is_empty() {
+            self.drain();
+        }
+    }
+}
+
+impl Wake for Waiter {
+    fn wake(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let _ = rustix::io::write(&self.wake_fd, &1u64.to_ne_bytes());
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = rustix::io::write(&self.pair.1, &[1]);
+    }
+}
+
+/// Drives `session` until it closes: wait on the socket and the wake-ups in one `poll(2)`,
+/// drive, repeat. Server shutdown wakes it to end (WebSockets close with 1001, event streams end
+/// after what is queued).
+fn run_session(
+    control: &Arc<Control>,
+    waiter: &Arc<Waiter>,
+    socket: TcpStream,
+    mut session: Box<dyn Session>,
+    mut buf: ReadBuf,
+) {
+    let _watch = control.watch(waiter.clone());
+    let mut sock = &socket;
+    loop {
+        let now = Instant::now();
+        let mut io = Io {
+            stream: &mut sock,
+            buf: &mut buf,
+            reads: Reads::UntilShortRead,
+        };
+        if control.is_shutting_down() {
+            session.shutdown(&mut io, now);
+        }
+        let (write, deadline) = match session.drive(&mut io, now, Callbacks::Inline) {
+            Next::Wait { write, deadline } => (write, deadline),
+            Next::Again => continue,
+            Next::Close | Next::Dispatch | Next::Busy => break,
+        };
+        waiter.wait(
+            &socket,
+            write,
+            deadline.map(|d| d.saturating_duration_since(now)),
+        );
+        let now = Instant::now();
+        if deadline.is_some_and(|d| d <= now) {
+            let mut io = Io {
+                stream: &mut sock,
+                buf: &mut buf,
+                reads: Reads::UntilShortRead,
+            };
+            session.expire(&mut io, now);
+        }
+    }
+    session.finish(Callbacks::Inline);
+}
