@@ -140,8 +140,8 @@ fn main() {
     let args = support::Args::parse();
     let running = args.serve(demo);
     eprintln!(
-        "demo: listening on http://{} ({}) (routes: /routes)",
-        running.local_addr(),
+        "demo: listening on {} ({}) (routes: /routes)",
+        running.url(),
         args.label()
     );
     running.wait();

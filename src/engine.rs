@@ -1,7 +1,6 @@
 //! Plumbing both engines share: the shutdown flag, the open-connection count, and joining
 //! threads against a deadline.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -11,6 +10,7 @@ use polling::{Events, Poller};
 use slab::Slab;
 
 use crate::http::session::Wake;
+use crate::net::transport::Address;
 use crate::{Error, ErrorKind};
 
 impl Wake for Poller {
@@ -153,20 +153,20 @@ pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Resu
 /// What a started engine is, whichever it is: its address, its threads, how to stop it.
 #[derive(Debug)]
 pub(crate) struct Running {
-    pub(crate) local_addr: SocketAddr,
+    pub(crate) address: Address,
     pub(crate) handle: ShutdownHandle,
     pub(crate) threads: Vec<JoinHandle<()>>,
 }
 
 impl Running {
     pub(crate) fn new(
-        local_addr: SocketAddr,
+        address: Address,
         control: Arc<Control>,
         wakers: Vec<Arc<Poller>>,
         threads: Vec<JoinHandle<()>>,
     ) -> Self {
         Running {
-            local_addr,
+            address,
             handle: ShutdownHandle { control, wakers },
             threads,
         }

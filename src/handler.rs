@@ -1,11 +1,11 @@
 //! The one `Handler` trait both engines run.
 
 use std::io::Read;
-use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::http::request::RequestHead;
+use crate::net::transport::Address;
 use crate::{Request, Response};
 
 /// Turns a request into a response. One trait for both engines: the same value runs on the
@@ -92,7 +92,7 @@ pub(crate) fn answer<H: Handler + ?Sized>(
     handler: &H,
     head: &RequestHead,
     body: &mut dyn Read,
-    peer: Option<SocketAddr>,
+    peer: Option<&Address>,
 ) -> Answer {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         handler.handle(&mut Request::new(head, body, peer))

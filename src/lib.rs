@@ -91,5 +91,6 @@ pub use handler::{Handler, handler_fn};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
 pub use limits::Limits;
+pub use net::transport::{Address, Listener, Transport};
 pub use net::upgrade::Upgraded;
 pub use rate::MinRate;

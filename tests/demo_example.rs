@@ -21,18 +21,7 @@ struct Demo {
 impl Demo {
     /// Starts `demo` with extra flags (e.g. `--engine reactor`), optionally under `ulimit -n`.
     fn start_with(ulimit_n: Option<u32>, flags: &[&str]) -> Demo {
-        // target/<profile>/deps/<this test> → target/<profile>/examples/demo
-        let exe = std::env::current_exe().expect("test exe");
-        let demo = exe
-            .parent()
-            .and_then(|d| d.parent())
-            .expect("target dir")
-            .join("examples/demo");
-        assert!(
-            demo.exists(),
-            "{} is built by `cargo test --features server`",
-            demo.display()
-        );
+        let demo = child::example_for_test("demo");
         let cmd = match ulimit_n {
             Some(n) => {
                 let mut c = Command::new("sh");

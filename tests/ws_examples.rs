@@ -24,15 +24,7 @@ const CONFIGS: [&[&str]; 3] = [
 
 /// Starts the example `name` (built by `cargo test --features server`) with `flags`.
 fn example(name: &str, flags: &[&str]) -> ChildServer {
-    let exe = std::env::current_exe().expect("test exe");
-    let bin = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("examples")
-        .join(name);
-    assert!(bin.exists(), "{} is built by cargo test", bin.display());
-    let mut cmd = Command::new(bin);
+    let mut cmd = Command::new(child::example_for_test(name));
     cmd.args(["--addr", "127.0.0.1:0"]).args(flags);
     ChildServer::spawn(cmd)
 }

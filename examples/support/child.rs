@@ -55,6 +55,20 @@ impl Drop for ChildServer {
     }
 }
 
+/// An example binary as a test finds it: `target/<profile>/deps/<test>` →
+/// `target/<profile>/examples/<name>` (built by `cargo test`).
+pub fn example_for_test(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    assert!(bin.exists(), "{} is built by cargo test", bin.display());
+    bin
+}
+
 /// Raises the soft open-files limit to the hard one (children inherit it); returns it.
 pub fn raise_fd_limit() -> u64 {
     use rustix::process::{Resource, getrlimit, setrlimit};

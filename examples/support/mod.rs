@@ -13,6 +13,8 @@ use twinhttp::reactor::{Dispatch, Reactor};
 pub struct Args {
     /// `--addr HOST:PORT`, default 127.0.0.1:8080.
     pub addr: String,
+    /// `--unix PATH`: serve on a Unix domain socket at PATH instead of `--addr`.
+    pub unix: Option<String>,
     /// `--engine server|reactor`: default `server` when the `server` feature is on.
     pub engine: String,
     /// `--dispatch inline|pool` (reactor only), default inline.
@@ -33,7 +35,8 @@ pub struct Args {
 }
 
 const USAGE: &str =
-    "options: --addr HOST:PORT (127.0.0.1:8080)  --engine server|reactor  --dispatch inline|pool
+    "options: --addr HOST:PORT (127.0.0.1:8080)  --unix PATH (a Unix domain socket instead)
+         --engine server|reactor  --dispatch inline|pool
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
          --no-park  --session-threads  --park-linger-us N (server engine)";
@@ -42,6 +45,7 @@ impl Args {
     pub fn parse() -> Args {
         let mut args = Args {
             addr: "127.0.0.1:8080".to_owned(),
+            unix: None,
             engine: if cfg!(feature = "server") {
                 "server"
             } else {
@@ -64,6 +68,7 @@ impl Args {
             };
             match flag.as_str() {
                 "--addr" => args.addr = value(),
+                "--unix" => args.unix = Some(value()),
                 "--engine" => args.engine = value(),
                 "--dispatch" => args.dispatch = value(),
                 "--threads" => args.threads = Some(number(&value())),
@@ -104,7 +109,11 @@ impl Args {
                 if let Some(t) = self.park_linger {
                     b = b.park_linger(t);
                 }
-                b.serve(&*self.addr, handler).map(Running::Server)
+                match &self.unix {
+                    Some(path) => b.serve_unix(path, handler),
+                    None => b.serve(&*self.addr, handler),
+                }
+                .map(Running::Server)
             }
             "reactor" => {
                 let mut b = Reactor::builder();
@@ -118,12 +127,17 @@ impl Args {
                     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
                     b = b.dispatch(Dispatch::Pool(self.workers.unwrap_or(4 * cores)));
                 }
-                b.serve(&*self.addr, handler).map(Running::Reactor)
+                match &self.unix {
+                    Some(path) => b.serve_unix(path, handler),
+                    None => b.serve(&*self.addr, handler),
+                }
+                .map(Running::Reactor)
             }
             _ => usage("this build has no server engine: add --features server"),
         };
         running.unwrap_or_else(|e| {
-            eprintln!("cannot serve on {}: {e}", self.addr);
+            let on = self.unix.as_deref().unwrap_or(&self.addr);
+            eprintln!("cannot serve on {on}: {e}");
             std::process::exit(1)
         })
     }
@@ -133,11 +147,7 @@ impl Args {
     pub fn run(name: &str, handler: impl Handler) {
         let args = Args::parse();
         let running = args.serve(handler);
-        eprintln!(
-            "{name}: listening on http://{} ({})",
-            running.local_addr(),
-            args.label()
-        );
+        eprintln!("{name}: listening on {} ({})", running.url(), args.label());
         running.wait();
     }
 
@@ -164,6 +174,19 @@ impl Running {
             #[cfg(feature = "server")]
             Running::Server(s) => s.local_addr(),
             Running::Reactor(r) => r.local_addr(),
+        }
+    }
+
+    /// `http://HOST:PORT`, or `unix:PATH` for a Unix domain socket.
+    pub fn url(&self) -> String {
+        let address = match self {
+            #[cfg(feature = "server")]
+            Running::Server(s) => s.address(),
+            Running::Reactor(r) => r.address(),
+        };
+        match address {
+            twinhttp::Address::Tcp(a) => format!("http://{a}"),
+            other => other.to_string(),
         }
     }
 

@@ -4,6 +4,8 @@ use std::fmt;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 
+use crate::net::transport::Address;
+
 /// The HTTP version of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -168,7 +170,7 @@ impl RequestHead {
 pub struct Request<'a> {
     head: &'a RequestHead,
     body: RequestBody<'a>,
-    peer: Option<SocketAddr>,
+    peer: Option<&'a Address>,
 }
 
 impl<'a> Request<'a> {
@@ -180,7 +182,7 @@ impl<'a> Request<'a> {
     pub(crate) fn new(
         head: &'a RequestHead,
         body: &'a mut dyn Read,
-        peer: Option<SocketAddr>,
+        peer: Option<&'a Address>,
     ) -> Self {
         Request {
             head,
@@ -246,9 +248,15 @@ impl<'a> Request<'a> {
         }
     }
 
-    /// The peer's address, when the engine knows it.
-    pub fn peer_addr(&self) -> Option<SocketAddr> {
+    /// The peer's address, TCP or Unix, when the engine knows it.
+    pub fn peer(&self) -> Option<&'a Address> {
         self.peer
+    }
+
+    /// The peer's TCP address (`None` for a peer on a Unix domain socket: see
+    /// [`Request::peer`]).
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer.and_then(Address::tcp)
     }
 
     /// The body, to read. Reading past a body limit or a malformed chunk returns an error of kind

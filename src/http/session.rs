@@ -16,13 +16,13 @@
 
 use std::any::Any;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::MinRate;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
+use crate::net::transport::Address;
 
 /// Wakes the engine that drives a session, from any thread (a sender pushed, or shutdown
 /// began).
@@ -161,7 +161,7 @@ pub(crate) trait Session: Send {
 pub(crate) struct Start {
     /// Wakes the engine for this connection.
     pub(crate) waker: Box<dyn Wake>,
-    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) peer: Option<Address>,
     pub(crate) now: Instant,
     /// The minimum rate at which the peer must take the session's output.
     pub(crate) rate: Option<MinRate>,

@@ -3,7 +3,6 @@
 //! loops round-robin). It survives descriptor exhaustion (back off, keep serving) and refuses
 //! connections over the limit with a 503.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +10,8 @@ use polling::{Event, Events, Poller};
 
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
-use crate::net::{AcceptError, classify_accept_error, prepare, refuse};
+use crate::net::transport::{Address, Listener, Stream};
+use crate::net::{AcceptError, classify_accept_error, refuse};
 
 /// The listener's key in the acceptor's poller.
 const LISTENER: usize = 0;
@@ -21,7 +21,7 @@ const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 pub(crate) struct Acceptor {
-    listener: Registered<TcpListener>,
+    listener: Registered<Listener>,
     poller: Arc<Poller>,
     control: Arc<Control>,
     max_connections: usize,
@@ -29,7 +29,7 @@ pub(crate) struct Acceptor {
 
 impl Acceptor {
     pub(crate) fn new(
-        listener: TcpListener,
+        listener: Listener,
         control: Arc<Control>,
         max_connections: usize,
     ) -> std::io::Result<Self> {
@@ -48,9 +48,10 @@ impl Acceptor {
         self.poller.clone()
     }
 
-    /// Accepts until shutdown, handing each admitted connection (non-blocking, `TCP_NODELAY`)
-    /// to `deliver`, which may block (backpressure into the kernel's accept backlog).
-    pub(crate) fn run(self, mut deliver: impl FnMut(TcpStream, SocketAddr, OpenGuard)) {
+    /// Accepts until shutdown, handing each admitted connection (non-blocking; TCP with
+    /// `TCP_NODELAY`) to `deliver`, which may block (backpressure into the kernel's accept
+    /// backlog).
+    pub(crate) fn run(self, mut deliver: impl FnMut(Stream, Address, OpenGuard)) {
         let mut events = Events::new();
         let mut backoff = BACKOFF_MIN;
         loop {
@@ -60,14 +61,11 @@ impl Acceptor {
             }
             loop {
                 match self.listener.get().accept() {
-                    Ok((stream, peer)) => {
+                    Ok((mut stream, peer)) => {
                         backoff = BACKOFF_MIN;
-                        if prepare(&stream).is_err() {
-                            continue;
-                        }
                         match self.control.admit(self.max_connections) {
                             Some(open) => deliver(stream, peer, open),
-                            None => refuse(&stream),
+                            None => refuse(&mut *stream),
                         }
                     }
                     Err(e) => match classify_accept_error(&e) {

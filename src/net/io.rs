@@ -4,14 +4,15 @@
 //! [`read_now`].
 #![cfg_attr(not(feature = "server"), allow(dead_code))]
 
-use std::io::{self, ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::io::{self, ErrorKind, Read};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 use crate::http::linger::Linger;
+use crate::net::transport::Transport;
 use crate::rate::Meter;
 
 /// How long one wait may sleep before looking at a cancel flag again.
@@ -29,7 +30,7 @@ pub(crate) enum Interrupt {
 /// Waits until `stream` is readable (or writable), the deadline passes (`None`: never), or
 /// `cancel` is set.
 pub(crate) fn wait(
-    stream: &TcpStream,
+    stream: &(impl AsFd + ?Sized),
     writable: bool,
     deadline: Option<Instant>,
     cancel: Option<&AtomicBool>,
@@ -55,7 +56,7 @@ pub(crate) fn wait(
             tv_sec: i64::try_from(slice.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(slice.subsec_nanos()),
         });
-        let mut fds = [PollFd::new(stream, flags)];
+        let mut fds = [PollFd::from_borrowed_fd(stream.as_fd(), flags)];
         match poll(&mut fds, timeout.as_ref()) {
             Ok(n) if n > 0 => return Ok(()),
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -72,7 +73,7 @@ fn timed_out() -> io::Error {
 
 /// Reads into `buf`, waiting until `deadline` (`None`: no limit). `Ok(0)` is end of stream.
 pub(crate) fn read(
-    mut stream: &TcpStream,
+    stream: &mut (impl Transport + ?Sized),
     buf: &mut [u8],
     deadline: Option<Instant>,
     cancel: Option<&AtomicBool>,
@@ -83,7 +84,7 @@ pub(crate) fn read(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             other => return other,
         }
-        match wait(stream, false, deadline, cancel) {
+        match wait(&stream.as_fd(), false, deadline, cancel) {
             Ok(()) => {}
             Err(Interrupt::TimedOut) => return Err(timed_out()),
             Err(Interrupt::Cancelled) => return Err(io::Error::from(ErrorKind::ConnectionAborted)),
@@ -92,7 +93,10 @@ pub(crate) fn read(
 }
 
 /// Reads what is there now without waiting: `Ok(None)` when nothing is.
-pub(crate) fn read_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+pub(crate) fn read_now(
+    stream: &mut (impl Read + ?Sized),
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
     loop {
         match stream.read(buf) {
             Ok(n) => return Ok(Some(n)),
@@ -106,7 +110,7 @@ pub(crate) fn read_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<Opt
 /// Writes all of `data`, waiting while the socket buffer is full for as long as `meter` (the
 /// response's minimum rate) allows.
 pub(crate) fn write_all(
-    mut stream: &TcpStream,
+    stream: &mut (impl Transport + ?Sized),
     mut data: &[u8],
     meter: &mut Meter,
 ) -> io::Result<()> {
@@ -119,7 +123,7 @@ pub(crate) fn write_all(
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if wait(stream, true, meter.deadline(Instant::now()), None).is_err() {
+                if wait(&stream.as_fd(), true, meter.deadline(Instant::now()), None).is_err() {
                     return Err(timed_out());
                 }
             }
@@ -130,7 +134,11 @@ pub(crate) fn write_all(
 }
 
 /// Writes and clears `out`, measured by `meter`.
-pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, meter: &mut Meter) -> io::Result<()> {
+pub(crate) fn flush(
+    stream: &mut (impl Transport + ?Sized),
+    out: &mut Vec<u8>,
+    meter: &mut Meter,
+) -> io::Result<()> {
     if out.is_empty() {
         return Ok(());
     }
@@ -143,8 +151,8 @@ pub(crate) fn flush(stream: &TcpStream, out: &mut Vec<u8>, meter: &mut Meter) ->
 /// the write side, then read and drop what the peer is still sending, as long as
 /// [`Linger`] allows, so the kernel does not answer unread input with a reset that would
 /// discard the response in flight.
-pub(crate) fn linger_close(stream: &TcpStream) {
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+pub(crate) fn linger_close(stream: &mut (impl Transport + ?Sized)) {
+    let _ = stream.shutdown_write();
     let mut linger = Linger::new(Instant::now());
     let mut scratch = [0u8; 4096];
     loop {
@@ -158,7 +166,7 @@ pub(crate) fn linger_close(stream: &TcpStream) {
 /// One step of a lingering close on a non-blocking socket: reads and drops what the peer sent
 /// until the socket is empty (true: wait for more) or the lingering is over (false: close,
 /// because the peer closed, the read failed or the byte budget is spent).
-pub(crate) fn drain(stream: &TcpStream, linger: &mut Linger) -> bool {
+pub(crate) fn drain(stream: &mut (impl Read + ?Sized), linger: &mut Linger) -> bool {
     let mut scratch = [0u8; 4096];
     loop {
         match read_now(stream, &mut scratch) {
@@ -170,11 +178,25 @@ pub(crate) fn drain(stream: &TcpStream, linger: &mut Linger) -> bool {
 }
 
 /// Sends `len` bytes of `file` from its current position, each wait for the socket bounded by
-/// `timeout`. False when the file ends early or the socket fails. `sendfile(2)` on Linux: the
-/// bytes go from the page cache to the socket without passing through user space.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+/// the response's minimum rate. False when the file ends early or the stream fails. On Linux a
+/// transport that writes bytes unchanged gets them by `sendfile(2)` (from the page cache to the
+/// socket without passing through user space); otherwise they are read and written in pieces.
 pub(crate) fn send_file(
-    stream: &TcpStream,
+    stream: &mut (impl Transport + ?Sized),
+    file: &std::fs::File,
+    len: u64,
+    meter: &mut Meter,
+) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(fd) = stream.sendfile_fd() {
+        return sendfile(fd, file, len, meter);
+    }
+    copy_file(stream, file, len, meter)
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn sendfile(
+    out: std::os::fd::BorrowedFd<'_>,
     file: &std::fs::File,
     len: u64,
     meter: &mut Meter,
@@ -182,14 +204,14 @@ pub(crate) fn send_file(
     let mut left = len;
     while left > 0 {
         let chunk = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
-        match rustix::fs::sendfile(stream, file, None, chunk) {
+        match rustix::fs::sendfile(out, file, None, chunk) {
             Ok(0) => return false,
             Ok(n) => {
                 meter.moved(Instant::now(), n);
                 left = left.saturating_sub(n as u64);
             }
             Err(rustix::io::Errno::AGAIN) => {
-                if wait(stream, true, meter.deadline(Instant::now()), None).is_err() {
+                if wait(&out, true, meter.deadline(Instant::now()), None).is_err() {
                     return false;
                 }
             }
@@ -201,9 +223,8 @@ pub(crate) fn send_file(
 }
 
 /// Sends `len` bytes of `file` from its current position by reading and writing pieces.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn send_file(
-    stream: &TcpStream,
+fn copy_file(
+    stream: &mut (impl Transport + ?Sized),
     mut file: &std::fs::File,
     len: u64,
     meter: &mut Meter,

@@ -4,10 +4,13 @@
 pub(crate) mod acceptor;
 pub(crate) mod io;
 pub(crate) mod sys;
+pub(crate) mod transport;
 pub(crate) mod upgrade;
 
 use std::io::ErrorKind;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+
+use transport::Transport;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -84,13 +87,6 @@ fn bind_with(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener>
     Ok(socket.into())
 }
 
-/// Puts an accepted socket in the mode both engines expect: non-blocking, `TCP_NODELAY` (so
-/// pipelined and small responses do not stall on Nagle and delayed ACK).
-pub(crate) fn prepare(stream: &TcpStream) -> std::io::Result<()> {
-    stream.set_nonblocking(true)?;
-    stream.set_nodelay(true)
-}
-
 /// What an accept error means for the accept loop.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum AcceptError {
@@ -124,9 +120,9 @@ const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/pla
 /// Answers 503 without waiting (the socket is fresh, so the small write fits its buffer) and
 /// shuts the write side. What the client already sent is read first so that closing does not
 /// turn into a reset that would discard the answer.
-pub(crate) fn refuse(stream: &TcpStream) {
+pub(crate) fn refuse(stream: &mut dyn Transport) {
     let mut scratch = [0u8; 4096];
     let _ = io::read_now(stream, &mut scratch);
-    let _ = std::io::Write::write(&mut &*stream, BUSY);
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.write(BUSY);
+    let _ = stream.shutdown_write();
 }

@@ -4,6 +4,7 @@
 #![allow(unsafe_code)]
 
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
@@ -12,18 +13,18 @@ use polling::{Event, PollMode, Poller};
 /// A socket registered with a poller (oneshot unless made with [`Registered::edge`] or
 /// [`Registered::level`]), deleted from it on drop.
 #[derive(Debug)]
-pub(crate) struct Registered<S: AsFd + AsRawFd> {
+pub(crate) struct Registered<S: AsFd> {
     // Field order: `source` must outlive the registration, so it is dropped after `drop` runs.
     source: S,
     poller: Arc<Poller>,
 }
 
-impl<S: AsFd + AsRawFd> Registered<S> {
+impl<S: AsFd> Registered<S> {
     /// Registers `source` with `interest` armed.
     pub(crate) fn new(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
         // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
         // `poller` before the source itself is dropped; if `add` fails nothing was registered.
-        unsafe { poller.add(source.as_raw_fd(), interest)? };
+        unsafe { poller.add(source.as_fd().as_raw_fd(), interest)? };
         Ok(Registered { source, poller })
     }
 
@@ -35,7 +36,7 @@ impl<S: AsFd + AsRawFd> Registered<S> {
         // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
         // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
         // registered.
-        unsafe { poller.add_with_mode(source.as_raw_fd(), interest, PollMode::Edge)? };
+        unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Edge)? };
         Ok(Registered { source, poller })
     }
 
@@ -47,7 +48,7 @@ impl<S: AsFd + AsRawFd> Registered<S> {
         // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
         // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
         // registered.
-        unsafe { poller.add_with_mode(source.as_raw_fd(), interest, PollMode::Level)? };
+        unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Level)? };
         Ok(Registered { source, poller })
     }
 
@@ -72,9 +73,25 @@ impl<S: AsFd + AsRawFd> Registered<S> {
     pub(crate) fn get(&self) -> &S {
         &self.source
     }
+
+    pub(crate) fn get_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    /// Deletes the registration and gives the source back (a connection leaving its poller).
+    pub(crate) fn into_inner(self) -> S {
+        let _ = self.poller.delete(self.source.as_fd());
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or used again, so each field is moved out exactly
+        // once; the registration was deleted above, which is all `Drop` would have done.
+        let (source, poller) =
+            unsafe { (std::ptr::read(&this.source), std::ptr::read(&this.poller)) };
+        drop(poller);
+        source
+    }
 }
 
-impl<S: AsFd + AsRawFd> Drop for Registered<S> {
+impl<S: AsFd> Drop for Registered<S> {
     fn drop(&mut self) {
         let _ = self.poller.delete(self.source.as_fd());
     }

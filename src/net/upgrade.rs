@@ -1,23 +1,24 @@
 //! Connections that leave the engine for a thread of their own after a generic upgrade (both
 //! engines).
 
+use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 
 use crate::engine::{Control, OpenGuard};
+use crate::net::transport::{Stream, Transport};
 
-/// A connection handed over after `101 Switching Protocols` (see [`Response::upgrade`](crate::Response::upgrade)): a
-/// blocking socket, with any bytes the client sent after the upgrade request read first.
-#[derive(Debug)]
+/// A connection handed over after `101 Switching Protocols` (see
+/// [`Response::upgrade`](crate::Response::upgrade)): its blocking [`Transport`] (a TCP or Unix
+/// socket), with any bytes the client sent after the upgrade request read first.
 pub struct Upgraded {
-    stream: TcpStream,
+    stream: Stream,
     leftover: Vec<u8>,
     pos: usize,
 }
 
 impl Upgraded {
-    pub(crate) fn new(stream: TcpStream, leftover: Vec<u8>) -> io::Result<Upgraded> {
+    pub(crate) fn new(mut stream: Stream, leftover: Vec<u8>) -> io::Result<Upgraded> {
         stream.set_nonblocking(false)?;
         Ok(Upgraded {
             stream,
@@ -26,16 +27,26 @@ impl Upgraded {
         })
     }
 
-    /// The socket and the bytes already read from it but not yet consumed.
-    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
+    /// The transport and the bytes already read from it but not yet consumed. The transport is
+    /// a `Box<dyn Transport>`; to get the socket type back, upcast it to `Box<dyn Any>` and
+    /// downcast (`std::net::TcpStream`, `std::os::unix::net::UnixStream`).
+    pub fn into_parts(self) -> (Box<dyn Transport>, Vec<u8>) {
         let mut rest = self.leftover;
         rest.drain(..self.pos);
         (self.stream, rest)
     }
 
-    /// The socket (reading from it directly skips any buffered bytes).
-    pub fn stream(&self) -> &TcpStream {
-        &self.stream
+    /// The transport (reading from it directly skips any buffered bytes).
+    pub fn stream(&self) -> &dyn Transport {
+        &*self.stream
+    }
+}
+
+impl fmt::Debug for Upgraded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upgraded")
+            .field("buffered", &(self.leftover.len() - self.pos))
+            .finish_non_exhaustive()
     }
 }
 
@@ -64,7 +75,7 @@ impl Write for Upgraded {
 /// socket. The thread counts as the connection (`open`) and as a detached thread until it ends.
 pub(crate) fn detach(
     control: &Arc<Control>,
-    stream: TcpStream,
+    stream: Stream,
     leftover: Vec<u8>,
     then: Box<dyn FnOnce(Upgraded) + Send>,
     open: OpenGuard,

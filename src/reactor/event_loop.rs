@@ -2,7 +2,6 @@
 //! buffer pool they borrow from.
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,8 @@ use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
-use crate::net::{AcceptError, classify_accept_error, prepare, refuse, upgrade};
+use crate::net::transport::{Address, Listener, Stream};
+use crate::net::{AcceptError, classify_accept_error, refuse, upgrade};
 
 /// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
 const LISTENER: usize = usize::MAX - 1;
@@ -27,14 +27,14 @@ const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A connection accepted by the acceptor thread, on its way to a loop.
-pub(crate) type Accepted = (TcpStream, SocketAddr, OpenGuard);
+pub(crate) type Accepted = (Stream, Address, OpenGuard);
 
 /// What a loop is built from.
 pub(crate) struct Parts<H> {
     pub(crate) poller: Arc<Poller>,
     /// The loop's own listener ([`super::Accept::ReusePort`]), or none when an acceptor thread
     /// hands it connections.
-    pub(crate) listener: Option<TcpListener>,
+    pub(crate) listener: Option<Listener>,
     pub(crate) handler: Arc<H>,
     pub(crate) cfg: Arc<Config>,
     pub(crate) control: Arc<Control>,
@@ -45,7 +45,7 @@ pub(crate) struct Parts<H> {
 
 pub(crate) struct EventLoop<H> {
     poller: Arc<Poller>,
-    listener: Option<Registered<TcpListener>>,
+    listener: Option<Registered<Listener>>,
     /// While accepting is paused after descriptor exhaustion: when to resume.
     accept_paused_until: Option<Instant>,
     backoff: Duration,
@@ -349,14 +349,11 @@ impl<H: Handler> EventLoop<H> {
             };
             let accepted = listener.get().accept();
             match accepted {
-                Ok((stream, peer)) => {
+                Ok((mut stream, peer)) => {
                     self.backoff = BACKOFF_MIN;
-                    if prepare(&stream).is_err() {
-                        continue;
-                    }
                     match self.control.admit(self.cfg.max_connections) {
                         Some(open) => self.add(stream, peer, open, now),
-                        None => refuse(&stream),
+                        None => refuse(&mut *stream),
                     }
                 }
                 Err(e) => match classify_accept_error(&e) {
@@ -380,7 +377,7 @@ impl<H: Handler> EventLoop<H> {
     }
 
     /// Registers a new connection, armed for its first request.
-    fn add(&mut self, stream: TcpStream, peer: SocketAddr, open: OpenGuard, now: Instant) {
+    fn add(&mut self, stream: Stream, peer: Address, open: OpenGuard, now: Instant) {
         let key = self.conns.vacant_key();
         // Level-triggered, a connection waits for input from the start and its interest changes
         // only with what it waits for; bytes, or an end of input, left in the socket are

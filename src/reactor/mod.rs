@@ -29,7 +29,8 @@ mod inbox;
 mod pool;
 mod pools;
 
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -38,6 +39,7 @@ use polling::Poller;
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
+use crate::net::transport::{Address, Listener, UNSPECIFIED};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
 
@@ -176,32 +178,51 @@ impl Builder {
             Accept::ReusePort => (
                 crate::net::bind_reuse_port(addr, self.loops)?
                     .into_iter()
-                    .map(Some)
+                    .map(|l| Some(Listener::Tcp(l)))
                     .collect(),
                 None,
             ),
             Accept::Thread => (
                 (0..self.loops).map(|_| None).collect::<Vec<_>>(),
-                Some(crate::net::bind(addr)?),
+                Some(Listener::Tcp(crate::net::bind(addr)?)),
             ),
         };
         self.start(listeners, shared_listener, handler)
     }
 
-    /// Starts serving `handler` on a listener you bound (systemd socket activation, a port
-    /// chosen by a test; it is made non-blocking). One acceptor thread hands its connections to
-    /// the loops round-robin, whatever [`Builder::accept`] says: only listeners the reactor binds
-    /// itself can be spread by the kernel with `SO_REUSEPORT`.
+    /// Binds a Unix domain socket at `path` and starts serving `handler` on it (behind a proxy
+    /// on the same machine: nginx's `proxy_pass http://unix:PATH`, `curl --unix-socket PATH`).
+    /// A socket file left at `path` by a server that is gone is replaced; the file stays after
+    /// shutdown. One acceptor thread hands connections to the loops.
+    ///
+    /// # Errors
+    ///
+    /// When the path cannot be bound (a live server listens there, a directory is missing) or
+    /// a thread or poller cannot be created.
+    pub fn serve_unix<H: Handler>(
+        self,
+        path: impl AsRef<Path>,
+        handler: H,
+    ) -> Result<Reactor, Error> {
+        let listener = Listener::bind_unix(path.as_ref())?;
+        self.serve_listener(listener, handler)
+    }
+
+    /// Starts serving `handler` on a listener you bound, TCP or Unix (systemd socket
+    /// activation, a port chosen by a test; it is made non-blocking). One acceptor thread hands
+    /// its connections to the loops round-robin, whatever [`Builder::accept`] says: only
+    /// listeners the reactor binds itself can be spread by the kernel with `SO_REUSEPORT`.
     ///
     /// # Errors
     ///
     /// When the listener is unusable or a thread or poller cannot be created.
     pub fn serve_listener<H: Handler>(
         self,
-        listener: TcpListener,
+        listener: impl Into<Listener>,
         handler: H,
     ) -> Result<Reactor, Error> {
-        listener.set_nonblocking(true)?;
+        let listener = listener.into();
+        listener.set_nonblocking()?;
         let loops = (0..self.loops).map(|_| None).collect();
         self.start(loops, Some(listener), handler)
     }
@@ -210,8 +231,8 @@ impl Builder {
     /// thread.
     fn start<H: Handler>(
         self,
-        listeners: Vec<Option<TcpListener>>,
-        shared_listener: Option<TcpListener>,
+        listeners: Vec<Option<Listener>>,
+        shared_listener: Option<Listener>,
         handler: H,
     ) -> Result<Reactor, Error> {
         let first = listeners
@@ -219,12 +240,9 @@ impl Builder {
             .flatten()
             .next()
             .or(shared_listener.as_ref());
-        let local_addr = first
-            .map(TcpListener::local_addr)
-            .transpose()?
-            .ok_or_else(|| {
-                Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
-            })?;
+        let address = first.map(Listener::address).transpose()?.ok_or_else(|| {
+            Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
+        })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::default());
@@ -278,7 +296,7 @@ impl Builder {
                 })?);
             }
         }
-        Ok(Reactor(Running::new(local_addr, control, wakers, threads)))
+        Ok(Reactor(Running::new(address, control, wakers, threads)))
     }
 }
 
@@ -293,8 +311,16 @@ impl Reactor {
     }
 
     /// The address the reactor listens on (useful after binding port 0).
+    ///
+    /// For a reactor on a Unix domain socket this is the unspecified `0.0.0.0:0`; see
+    /// [`Reactor::address`].
     pub fn local_addr(&self) -> SocketAddr {
-        self.0.local_addr
+        self.0.address.tcp().unwrap_or(UNSPECIFIED)
+    }
+
+    /// The address the reactor listens on: TCP or a Unix domain socket's path.
+    pub fn address(&self) -> &Address {
+        &self.0.address
     }
 
     /// A handle that can start a shutdown from any thread.

@@ -1,7 +1,6 @@
 //! Pool dispatch: requests go to worker threads through a crossbeam channel; answers come back to
 //! the owning loop through its completion queue, with one `Poller::notify` per batch.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -12,6 +11,7 @@ use crate::handler::{Answer, answer};
 use crate::Handler;
 use crate::http::request::RequestHead;
 use crate::http::session::Work;
+use crate::net::transport::Address;
 
 /// Work for a pool worker. At most one job per connection is in flight, so the queue is
 /// bounded by the open-connection limit.
@@ -22,7 +22,7 @@ pub(crate) enum Job {
         id: u64,
         head: Box<RequestHead>,
         body: Vec<u8>,
-        peer: Option<SocketAddr>,
+        peer: Option<Address>,
     },
     /// A session's callbacks due on a connection (a WebSocket's messages).
     Session {
@@ -80,7 +80,7 @@ pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>
                 body,
                 peer,
             } => {
-                let answered = answer(handler, &head, &mut &body[..], peer);
+                let answered = answer(handler, &head, &mut &body[..], peer.as_ref());
                 reply.push(Done::Http {
                     key,
                     id,

@@ -1,7 +1,6 @@
 //! A connection of the thread-pool engine between workers: its socket (registered with the
 //! parker once it has parked), and what it waits for, with the bytes it holds while it waits.
 
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,6 +12,7 @@ use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
 use crate::http::linger::Linger;
 use crate::net::sys::Registered;
+use crate::net::transport::{Address, Stream};
 
 /// What a connection waits for between workers, with what it holds meanwhile.
 pub(crate) enum Wait {
@@ -59,7 +59,7 @@ impl Wait {
 /// while it runs.
 pub(crate) struct Connection {
     socket: Socket,
-    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) peer: Option<Address>,
     pub(crate) wait: Wait,
     /// A WebSocket or an event stream, or becoming one: registered for writes too.
     long_lived: bool,
@@ -68,16 +68,16 @@ pub(crate) struct Connection {
 
 enum Socket {
     /// Never parked.
-    Plain(TcpStream),
+    Plain(Stream),
     /// Registered with the parker's poller under the ticket's key, for the connection's life.
-    Parkable(Registered<TcpStream>, Ticket),
+    Parkable(Registered<Stream>, Ticket),
 }
 
 impl Connection {
     /// A new connection, whose first request head is due by `until`.
     pub(crate) fn new(
-        stream: TcpStream,
-        peer: SocketAddr,
+        stream: Stream,
+        peer: Address,
         open: OpenGuard,
         until: Option<Instant>,
     ) -> Self {
@@ -90,11 +90,20 @@ impl Connection {
         }
     }
 
-    pub(crate) fn stream(&self) -> &TcpStream {
-        match &self.socket {
+    pub(crate) fn stream(&mut self) -> &mut Stream {
+        match &mut self.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get(),
+            Socket::Parkable(r, _) => r.get_mut(),
         }
+    }
+
+    /// The stream and the peer's address, borrowed together (a request's handler gets both).
+    pub(crate) fn stream_and_peer(&mut self) -> (&mut Stream, Option<&Address>) {
+        let stream = match &mut self.socket {
+            Socket::Plain(s) => s,
+            Socket::Parkable(r, _) => r.get_mut(),
+        };
+        (stream, self.peer.as_ref())
     }
 
     /// The parker key of a connection parked before.
@@ -188,13 +197,12 @@ impl Connection {
     }
 
     /// The socket and the connection count, leaving the parker's poller.
-    pub(crate) fn into_parts(self) -> std::io::Result<(TcpStream, OpenGuard)> {
+    pub(crate) fn into_parts(self) -> (Stream, OpenGuard) {
         let stream = match self.socket {
             Socket::Plain(s) => s,
-            // The registration goes with `r`; the clone is the same socket.
-            Socket::Parkable(r, _) => r.get().try_clone()?,
+            Socket::Parkable(r, _) => r.into_inner(),
         };
-        Ok((stream, self._open))
+        (stream, self._open)
     }
 }
 

@@ -1,7 +1,6 @@
 //! Sessions on threads of their own: with parking off, a WebSocket or an event stream is driven
 //! as blocking code on a thread that waits for its socket and its wake-ups in one `poll(2)`.
 
-use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 use std::os::unix::net::UnixStream;
@@ -13,6 +12,7 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use crate::engine::{Control, OpenGuard};
 use crate::http::buf::ReadBuf;
 use crate::http::session::{Callbacks, Io, Next, Reads, Session, Wake};
+use crate::net::transport::Stream;
 
 /// Drives a session on a thread of its own, as blocking code (callbacks on that thread), until
 /// it closes. Its [`Waiter`] is made by the engine before the response head goes out (a process
@@ -20,7 +20,7 @@ use crate::http::session::{Callbacks, Io, Next, Reads, Session, Wake};
 /// the session was started with it as its waker.
 pub(crate) fn detach_session(
     control: &Arc<Control>,
-    stream: TcpStream,
+    stream: Stream,
     leftover: Vec<u8>,
     session: Box<dyn Session>,
     open: OpenGuard,
@@ -79,14 +79,14 @@ impl Waiter {
     }
 
     /// Waits until `sock` is readable (writable with `write`), a wake-up, or `timeout`.
-    fn wait(&self, sock: &TcpStream, write: bool, timeout: Option<Duration>) {
+    fn wait(&self, sock: BorrowedFd<'_>, write: bool, timeout: Option<Duration>) {
         let flags = if write { PollFlags::OUT } else { PollFlags::IN };
         let timeout = timeout.map(|t| Timespec {
             tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(t.subsec_nanos()),
         });
         let mut fds = [
-            PollFd::new(sock, flags),
+            PollFd::from_borrowed_fd(sock, flags),
             PollFd::from_borrowed_fd(self.wake_side(), PollFlags::IN),
         ];
         // EINTR and the like: the caller drives the connection and waits again.
@@ -112,16 +112,15 @@ impl Wake for Waiter {
 fn run_session(
     control: &Arc<Control>,
     waiter: &Arc<Waiter>,
-    socket: TcpStream,
+    mut socket: Stream,
     mut session: Box<dyn Session>,
     mut buf: ReadBuf,
 ) {
     let _watch = control.watch(waiter.clone());
-    let mut sock = &socket;
     loop {
         let now = Instant::now();
         let mut io = Io {
-            stream: &mut sock,
+            stream: &mut socket,
             buf: &mut buf,
             reads: Reads::UntilShortRead,
         };
@@ -134,14 +133,14 @@ fn run_session(
             Next::Close | Next::Dispatch | Next::Busy => break,
         };
         waiter.wait(
-            &socket,
+            socket.as_fd(),
             write,
             deadline.map(|d| d.saturating_duration_since(now)),
         );
         let now = Instant::now();
         if deadline.is_some_and(|d| d <= now) {
             let mut io = Io {
-                stream: &mut sock,
+                stream: &mut socket,
                 buf: &mut buf,
                 reads: Reads::UntilShortRead,
             };

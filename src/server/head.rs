@@ -6,7 +6,6 @@
 //! it has sent a request. Lingering closes run here too, without a thread.
 
 use std::io::Write;
-use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -163,8 +162,8 @@ pub(crate) fn expire(mut conn: Connection, buffers: &Buffers, now: Instant) -> O
 
 /// Starts a lingering close after a response that ends the connection with its framing lost:
 /// shuts the write side, drops what the client already sent, and parks it to drop the rest.
-pub(crate) fn linger(conn: Connection, now: Instant) -> Outcome {
-    let _ = conn.stream().shutdown(Shutdown::Write);
+pub(crate) fn linger(mut conn: Connection, now: Instant) -> Outcome {
+    let _ = conn.stream().shutdown_write();
     drain(conn, Linger::new(now))
 }
 

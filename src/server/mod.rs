@@ -31,13 +31,15 @@ mod park;
 mod session;
 mod worker;
 
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
+use crate::net::transport::{Address, Listener, UNSPECIFIED};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
 /// Settings for a [`Server`]; every setter documents its default.
@@ -170,18 +172,38 @@ impl Builder {
         self.serve_listener(listener, handler)
     }
 
-    /// Starts serving `handler` on a listener you bound (it is made non-blocking).
+    /// Binds a Unix domain socket at `path` and starts serving `handler` on it (behind a proxy
+    /// on the same machine: nginx's `proxy_pass http://unix:PATH`, `curl --unix-socket PATH`).
+    /// A socket file left at `path` by a server that is gone is replaced; the file stays after
+    /// shutdown.
+    ///
+    /// # Errors
+    ///
+    /// When the path cannot be bound (a live server listens there, a directory is missing) or
+    /// a thread or poller cannot be created.
+    pub fn serve_unix<H: Handler>(
+        self,
+        path: impl AsRef<Path>,
+        handler: H,
+    ) -> Result<Server, Error> {
+        let listener = Listener::bind_unix(path.as_ref())?;
+        self.serve_listener(listener, handler)
+    }
+
+    /// Starts serving `handler` on a listener you bound, TCP or Unix (systemd socket
+    /// activation, a port chosen by a test; it is made non-blocking).
     ///
     /// # Errors
     ///
     /// When the listener is unusable or a thread or poller cannot be created.
     pub fn serve_listener<H: Handler>(
         self,
-        listener: TcpListener,
+        listener: impl Into<Listener>,
         handler: H,
     ) -> Result<Server, Error> {
-        listener.set_nonblocking(true)?;
-        let local_addr = listener.local_addr()?;
+        let listener = listener.into();
+        listener.set_nonblocking()?;
+        let address = listener.address()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::default());
         let parker = if self.park_idle {
@@ -236,7 +258,7 @@ impl Builder {
         }
         let mut wakers = vec![waker];
         wakers.extend(parker.map(|p| p.waker()));
-        Ok(Server(Running::new(local_addr, control, wakers, threads)))
+        Ok(Server(Running::new(address, control, wakers, threads)))
     }
 }
 
@@ -251,8 +273,16 @@ impl Server {
     }
 
     /// The address the server listens on (useful after binding port 0).
+    ///
+    /// For a server on a Unix domain socket this is the unspecified `0.0.0.0:0`; see
+    /// [`Server::address`].
     pub fn local_addr(&self) -> SocketAddr {
-        self.0.local_addr
+        self.0.address.tcp().unwrap_or(UNSPECIFIED)
+    }
+
+    /// The address the server listens on: TCP or a Unix domain socket's path.
+    pub fn address(&self) -> &Address {
+        &self.0.address
     }
 
     /// A handle that can start a shutdown from any thread.

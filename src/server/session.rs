@@ -52,7 +52,7 @@ impl Session {
     ) -> Self {
         let conn = takeover.start(Start {
             waker: Box::new(wake),
-            peer: conn.peer,
+            peer: conn.peer.clone(),
             now: Instant::now(),
             rate,
             encoder,

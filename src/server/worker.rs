@@ -3,7 +3,6 @@
 //! parker once nothing whole is buffered: idle, part of its next head, or lingering after an
 //! error. A worker never waits for a request head (with parking on).
 
-use std::net::TcpStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,6 +28,7 @@ use crate::http::response::BodyKind;
 use crate::http::session::Start;
 use crate::http::stream::Streaming;
 use crate::net::io::{self, flush, linger_close};
+use crate::net::transport::Stream;
 use crate::net::upgrade::detach;
 use crate::rate::Meter;
 use crate::ws::WS_READ_BUF;
@@ -158,7 +158,7 @@ fn serve<H: Handler>(
                 }
             }
             flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-            match more_head(shared, &conn, &mut s.read, &mut due) {
+            match more_head(shared, &mut conn, &mut s.read, &mut due) {
                 More::Got => {}
                 More::Park(wait) => {
                     conn.wait = wait;
@@ -173,7 +173,7 @@ fn serve<H: Handler>(
         };
 
         // 2. The handler, with the body streamed from the socket.
-        let stream = conn.stream();
+        let (stream, peer) = conn.stream_and_peer();
         let source = SocketSource {
             stream,
             out: &mut s.write,
@@ -182,8 +182,7 @@ fn serve<H: Handler>(
             wait: true,
         };
         let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
-        let Answer { response, panicked } =
-            answer(&shared.handler, &s.head, &mut reader, conn.peer);
+        let Answer { response, panicked } = answer(&shared.handler, &s.head, &mut reader, peer);
         // A body the handler left unread is read and dropped (up to `max_drain_bytes`, as far
         // as it has come), so that it is judged as a read would judge it: malformed is 400,
         // whether the handler read it or not (the reactor reads every body before its handler
@@ -217,7 +216,7 @@ fn serve<H: Handler>(
             After::Done => {}
             After::Stream(encoder, kind) => {
                 let pumped = catch_unwind(AssertUnwindSafe(|| {
-                    pump(stream, &mut s.write, encoder, kind, &mut s.sent)
+                    pump(conn.stream(), &mut s.write, encoder, kind, &mut s.sent)
                 }));
                 if !pumped.unwrap_or(false) {
                     http.abort();
@@ -238,21 +237,21 @@ fn serve<H: Handler>(
                 };
                 let session = takeover.start(Start {
                     waker: Box::new(waiter.clone()),
-                    peer: conn.peer,
+                    peer: conn.peer.clone(),
                     now: Instant::now(),
                     rate: cfg.min_response_rate,
                     encoder,
                 });
-                flush(stream, &mut s.write, &mut s.sent).ok()?;
+                flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
                 let leftover = s.read.filled().to_vec();
-                let (stream, open) = conn.into_parts().ok()?;
+                let (stream, open) = conn.into_parts();
                 detach_session(&shared.control, stream, leftover, session, open, waiter);
                 return None;
             }
             After::Detach(then) => {
-                flush(stream, &mut s.write, &mut s.sent).ok()?;
+                flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
                 let leftover = s.read.filled().to_vec();
-                let (stream, open) = conn.into_parts().ok()?;
+                let (stream, open) = conn.into_parts();
                 detach(&shared.control, stream, leftover, then, open);
                 return None;
             }
@@ -261,7 +260,7 @@ fn serve<H: Handler>(
             return finish(shared, conn, &http, s);
         }
         if s.write.len() >= cfg.limits.max_pipeline_output {
-            flush(stream, &mut s.write, &mut s.sent).ok()?;
+            flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
         }
         // 4. The next request: already buffered (pipelined: its head is due from now), or read
         // for at step 1.
@@ -294,7 +293,7 @@ fn take_input<H>(shared: &Shared<H>, conn: &mut Connection, read: &mut ReadBuf) 
 /// request until the idle timeout, for the rest of a head until its deadline).
 fn more_head<H>(
     shared: &Shared<H>,
-    conn: &Connection,
+    conn: &mut Connection,
     read: &mut ReadBuf,
     due: &mut HeadDue,
 ) -> More {
@@ -312,9 +311,14 @@ fn more_head<H>(
     };
     if cancel.is_some() && cfg.park_linger > Duration::ZERO {
         // A short wait on the socket keeps a busy keep-alive connection on this worker.
-        let _ = io::wait(stream, false, deadline::after(now, cfg.park_linger), cancel);
+        let _ = io::wait(
+            &*stream,
+            false,
+            deadline::after(now, cfg.park_linger),
+            cancel,
+        );
     }
-    match io::read_now(stream, read.spare(cfg.limits.max_head_bytes)) {
+    match io::read_now(&mut *stream, read.spare(cfg.limits.max_head_bytes)) {
         Ok(Some(0)) | Err(_) => More::Closed,
         Ok(Some(n)) => {
             if let HeadDue::Next = due {
@@ -343,7 +347,7 @@ fn more_head<H>(
 /// Thread per connection: waits on the socket for the next request or the rest of a head.
 fn wait_for_head<H>(
     shared: &Shared<H>,
-    stream: &TcpStream,
+    stream: &mut Stream,
     read: &mut ReadBuf,
     due: &mut HeadDue,
     cancel: Option<&std::sync::atomic::AtomicBool>,
@@ -353,7 +357,7 @@ fn wait_for_head<H>(
         HeadDue::First(until) | HeadDue::Started(until) => until,
         HeadDue::Next => {
             let idle = deadline::after(Instant::now(), cfg.idle_timeout);
-            if io::wait(stream, false, idle, cancel).is_err() {
+            if io::wait(&*stream, false, idle, cancel).is_err() {
                 return More::Closed;
             }
             let until = deadline::after(Instant::now(), cfg.header_read_timeout);
@@ -361,7 +365,12 @@ fn wait_for_head<H>(
             until
         }
     };
-    match io::read(stream, read.spare(cfg.limits.max_head_bytes), until, cancel) {
+    match io::read(
+        &mut *stream,
+        read.spare(cfg.limits.max_head_bytes),
+        until,
+        cancel,
+    ) {
         Ok(0) => More::Closed,
         Ok(n) => {
             read.filled_by(n);
@@ -377,7 +386,7 @@ fn wait_for_head<H>(
 /// worker: the connection is handed to the parker to drop what its client still sends.
 fn finish<H>(
     shared: &Shared<H>,
-    conn: Connection,
+    mut conn: Connection,
     http: &Conn,
     s: &mut Scratch,
 ) -> Option<Connection> {
@@ -388,7 +397,7 @@ fn finish<H>(
             Outcome::Close => None,
         },
         (State::Closing(Close::Linger), None) => {
-            linger_close(conn.stream());
+            linger_close(&mut *conn.stream());
             None
         }
         _ => None,
@@ -424,7 +433,7 @@ fn into_session<H: Handler>(
 /// Writes a streamed body: every piece the core produces goes out at once; a file goes by
 /// `sendfile(2)`.
 fn pump(
-    stream: &TcpStream,
+    stream: &mut Stream,
     out: &mut Vec<u8>,
     encoder: Encoder,
     kind: BodyKind,
@@ -432,12 +441,13 @@ fn pump(
 ) -> bool {
     if let BodyKind::File(file, len) = kind {
         // The head goes first; the bytes bypass the encoder (a file body has a length).
-        return flush(stream, out, sent).is_ok() && io::send_file(stream, &file, len, sent);
+        return flush(&mut *stream, out, sent).is_ok()
+            && io::send_file(&mut *stream, &file, len, sent);
     }
     let mut body = Streaming::new(encoder, kind);
     loop {
         let end = body.produce(out);
-        if flush(stream, out, sent).is_err() {
+        if flush(&mut *stream, out, sent).is_err() {
             return false;
         }
         if let Some(complete) = end {
@@ -448,7 +458,7 @@ fn pump(
 
 /// The body reader's view of the socket.
 struct SocketSource<'a> {
-    stream: &'a TcpStream,
+    stream: &'a mut Stream,
     out: &'a mut Vec<u8>,
     /// The minimum rate of the output flushed before waiting on the peer.
     sent: &'a mut Meter,
@@ -461,12 +471,12 @@ struct SocketSource<'a> {
 impl Source for SocketSource<'_> {
     fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
         // Responses to earlier pipelined requests go out before we wait on the peer.
-        flush(self.stream, self.out, self.sent)?;
+        flush(&mut *self.stream, self.out, self.sent)?;
         let n = if self.wait {
             let deadline = self.body.deadline(Instant::now());
-            io::read(self.stream, buf.spare(0), deadline, None)?
+            io::read(&mut *self.stream, buf.spare(0), deadline, None)?
         } else {
-            io::read_now(self.stream, buf.spare(0))?.ok_or(std::io::ErrorKind::WouldBlock)?
+            io::read_now(&mut *self.stream, buf.spare(0))?.ok_or(std::io::ErrorKind::WouldBlock)?
         };
         self.body.moved(Instant::now(), n);
         buf.filled_by(n);
@@ -475,6 +485,6 @@ impl Source for SocketSource<'_> {
 
     fn send_continue(&mut self) -> std::io::Result<()> {
         self.out.extend_from_slice(CONTINUE);
-        flush(self.stream, self.out, self.sent)
+        flush(&mut *self.stream, self.out, self.sent)
     }
 }

@@ -11,6 +11,7 @@ use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::WsMessage;
 use crate::http::session::{Wake, WakeFlag};
+use crate::net::transport::Address;
 
 /// Why a [`WsSender`] could not queue a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +54,7 @@ struct SenderShared {
     notified: WakeFlag,
     waker: Box<dyn Wake>,
     limit: usize,
-    peer: Option<SocketAddr>,
+    peer: Option<Address>,
 }
 
 /// Pushes messages to one WebSocket connection from any thread. Cheap to clone.
@@ -72,7 +73,7 @@ impl fmt::Debug for WsSender {
 }
 
 impl WsSender {
-    pub(crate) fn new(waker: Box<dyn Wake>, limit: usize, peer: Option<SocketAddr>) -> Self {
+    pub(crate) fn new(waker: Box<dyn Wake>, limit: usize, peer: Option<Address>) -> Self {
         WsSender {
             shared: Arc::new(SenderShared {
                 queue: Mutex::new(Queue::default()),
@@ -139,9 +140,15 @@ impl WsSender {
         self.queue().closed
     }
 
-    /// The peer's address.
+    /// The peer's address, TCP or Unix.
+    pub fn peer(&self) -> Option<&Address> {
+        self.shared.peer.as_ref()
+    }
+
+    /// The peer's TCP address (`None` for a peer on a Unix domain socket: see
+    /// [`WsSender::peer`]).
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.shared.peer
+        self.shared.peer.as_ref().and_then(Address::tcp)
     }
 
     /// Takes everything queued (the engine calls this while it runs the connection).

@@ -1,8 +1,6 @@
 //! The opening handshake as a handler sees it: checking the request, choosing a subprotocol,
 //! accepting, and the one place an accepted WebSocket becomes a connection.
 
-use std::net::TcpStream;
-
 use super::{WsConfig, WsConn, WsHandler, WsSender, handshake};
 use crate::http::response::{Body, BodyKind, Switch};
 use crate::http::session::{Session, Start, Takeover};
@@ -123,18 +121,17 @@ impl WsUpgrade {
     /// own, for users who want their own read loop.
     pub fn accept_blocking(
         self,
-        then: impl FnOnce(tungstenite::WebSocket<TcpStream>) + Send + 'static,
+        then: impl FnOnce(tungstenite::WebSocket<Upgraded>) + Send + 'static,
     ) -> Response {
         let config = self.config.tungstenite().write_buffer_size(0);
         let raw = move |up: Upgraded| {
-            let (stream, rest) = up.into_parts();
-            let ws = tungstenite::WebSocket::from_partially_read(
-                stream,
-                rest,
-                tungstenite::protocol::Role::Server,
+            // `Upgraded` reads the bytes that came after the request first.
+            let role = tungstenite::protocol::Role::Server;
+            then(tungstenite::WebSocket::from_raw_socket(
+                up,
+                role,
                 Some(config),
-            );
-            then(ws)
+            ))
         };
         self.switching(Body {
             kind: BodyKind::Switch(Switch::Thread(Box::new(raw))),

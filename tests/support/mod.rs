@@ -4,6 +4,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::Duration;
 
 use twinhttp::ws::RequestExt;
@@ -86,7 +88,10 @@ enum Running {
 
 /// A running test server; shut down (with a deadline) when dropped.
 pub struct TestServer {
+    /// The TCP address (`0.0.0.0:0` on a Unix socket).
     pub addr: SocketAddr,
+    /// Where it listens, TCP or Unix.
+    pub address: Option<twinhttp::Address>,
     running: Option<Running>,
 }
 
@@ -128,14 +133,28 @@ pub fn start(engine: Engine, handler: impl Handler) -> TestServer {
 }
 
 pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestServer {
+    start_on(engine, cfg, On::Tcp, handler)
+}
+
+/// Where a test server listens.
+pub enum On {
+    /// An ephemeral port on 127.0.0.1, bound by the engine.
+    Tcp,
+    /// A Unix domain socket at this path, bound by the engine.
+    Unix(std::path::PathBuf),
+    /// A listener the test bound.
+    Listener(twinhttp::Listener),
+}
+
+pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> TestServer {
     let running = match engine {
         #[cfg(not(feature = "server"))]
         Engine::Server | Engine::ServerNoPark => {
             unreachable!("the server engine needs the `server` feature")
         }
         #[cfg(feature = "server")]
-        Engine::Server | Engine::ServerNoPark => Running::Server(
-            twinhttp::server::Server::builder()
+        Engine::Server | Engine::ServerNoPark => Running::Server({
+            let b = twinhttp::server::Server::builder()
                 .workers(cfg.workers)
                 .max_connections(cfg.max_connections)
                 .header_read_timeout(cfg.header_read_timeout)
@@ -143,12 +162,16 @@ pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestSer
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
-                .park_idle(engine == Engine::Server)
-                .serve("127.0.0.1:0", handler)
-                .expect("server starts"),
-        ),
-        Engine::ReactorInline | Engine::ReactorPool => Running::Reactor(
-            twinhttp::reactor::Reactor::builder()
+                .park_idle(engine == Engine::Server);
+            match on {
+                On::Tcp => b.serve("127.0.0.1:0", handler),
+                On::Unix(path) => b.serve_unix(path, handler),
+                On::Listener(l) => b.serve_listener(l, handler),
+            }
+            .expect("server starts")
+        }),
+        Engine::ReactorInline | Engine::ReactorPool => Running::Reactor({
+            let b = twinhttp::reactor::Reactor::builder()
                 .loops(2)
                 .dispatch(match engine {
                     Engine::ReactorPool => twinhttp::reactor::Dispatch::Pool(cfg.workers),
@@ -159,18 +182,23 @@ pub fn start_with(engine: Engine, cfg: Config, handler: impl Handler) -> TestSer
                 .idle_timeout(cfg.idle_timeout)
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
-                .limits(cfg.limits)
-                .serve("127.0.0.1:0", handler)
-                .expect("reactor starts"),
-        ),
+                .limits(cfg.limits);
+            match on {
+                On::Tcp => b.serve("127.0.0.1:0", handler),
+                On::Unix(path) => b.serve_unix(path, handler),
+                On::Listener(l) => b.serve_listener(l, handler),
+            }
+            .expect("reactor starts")
+        }),
     };
-    let addr = match &running {
+    let (addr, address) = match &running {
         #[cfg(feature = "server")]
-        Running::Server(s) => s.local_addr(),
-        Running::Reactor(r) => r.local_addr(),
+        Running::Server(s) => (s.local_addr(), s.address().clone()),
+        Running::Reactor(r) => (r.local_addr(), r.address().clone()),
     };
     TestServer {
         addr,
+        address: Some(address),
         running: Some(running),
     }
 }
@@ -294,9 +322,10 @@ impl Raw {
     }
 }
 
-/// A reader of responses on one connection (keeps bytes read past a response for the next).
-pub struct Client {
-    pub reader: BufReader<TcpStream>,
+/// A reader of responses on one connection (keeps bytes read past a response for the next):
+/// TCP unless made with [`Client::unix`].
+pub struct Client<S = TcpStream> {
+    pub reader: BufReader<S>,
 }
 
 impl Client {
@@ -305,7 +334,21 @@ impl Client {
             reader: BufReader::new(connect(addr)),
         }
     }
+}
 
+impl Client<UnixStream> {
+    /// A client of a server on a Unix domain socket, with a read timeout.
+    pub fn unix(path: &Path) -> Client<UnixStream> {
+        let s = UnixStream::connect(path).expect("connect to the Unix socket");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Client {
+            reader: BufReader::new(s),
+        }
+    }
+}
+
+impl<S: Read + Write> Client<S> {
     pub fn send(&mut self, bytes: &[u8]) {
         self.reader.get_mut().write_all(bytes).expect("send");
     }
@@ -384,7 +427,9 @@ impl Client {
         }
         Some(raw)
     }
+}
 
+impl Client {
     /// True when the server closed the connection (EOF or reset) within the read timeout;
     /// false when bytes arrive or the timeout passes with the connection open.
     pub fn is_closed(&mut self) -> bool {

@@ -2,7 +2,6 @@
 //! the pool), responses queued and written in order, and the lingering close the core asks for.
 
 use std::io::{ErrorKind, Read};
-use std::net::TcpStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{Connection, Cx, Next, Phase, Step};
@@ -15,6 +14,7 @@ use crate::http::request::RequestHead;
 use crate::http::session::Start;
 use crate::http::stream::{STREAM_PIECE, Streaming};
 use crate::net::io;
+use crate::net::transport::Stream;
 use crate::rate::Meter;
 use crate::reactor::pool::Job;
 use crate::reactor::pools::Pools;
@@ -112,17 +112,17 @@ impl Connection {
     /// Starts a lingering close once the last response is out: the write side is shut, the
     /// buffers go back, and what the client still sends is dropped.
     pub(super) fn linger<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
-        let _ = self.socket.get().shutdown(std::net::Shutdown::Write);
+        let _ = self.socket.get_mut().shutdown_write();
         self.release_all(cx.pools);
         self.phase = Phase::Linger(Linger::new(cx.now));
         match &mut self.phase {
-            Phase::Linger(linger) => Self::drain(self.socket.get(), linger),
+            Phase::Linger(linger) => Self::drain(self.socket.get_mut(), linger),
             _ => Next::Close,
         }
     }
 
     /// One step of a lingering close: drop what came, wait for more until its deadline.
-    pub(super) fn drain(stream: &TcpStream, linger: &mut Linger) -> Next {
+    pub(super) fn drain(stream: &mut Stream, linger: &mut Linger) -> Next {
         if io::drain(stream, linger) {
             Next::Wait {
                 read: true,
@@ -253,14 +253,14 @@ impl Connection {
                 id: self.id,
                 head,
                 body,
-                peer: self.peer,
+                peer: self.peer.clone(),
             });
             return Step::Progress;
         }
         let Some(head) = self.head.as_deref() else {
             return Step::NeedInput;
         };
-        let answered = answer(cx.handler, head, &mut &body[..], self.peer);
+        let answered = answer(cx.handler, head, &mut &body[..], self.peer.as_ref());
         self.respond(answered, cx);
         Step::Answered
     }
@@ -286,7 +286,7 @@ impl Connection {
             After::Session(encoder, takeover) => {
                 let session = takeover.start(Start {
                     waker: self.waker(cx),
-                    peer: self.peer,
+                    peer: self.peer.clone(),
                     now: cx.now,
                     rate: cx.cfg.min_response_rate,
                     encoder,
@@ -309,7 +309,7 @@ impl Connection {
         if spare.is_empty() {
             return Fill::Closed;
         }
-        let mut stream = self.socket.get();
+        let stream = self.socket.get_mut();
         loop {
             return match stream.read(spare) {
                 Ok(0) => Fill::Closed,

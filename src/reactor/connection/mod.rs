@@ -5,7 +5,6 @@
 //! it cannot drain, the connection reads nothing more (backpressure).
 
 use std::io::{ErrorKind, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,6 +27,7 @@ use crate::http::request::RequestHead;
 use crate::http::session::{Io, Reads, Session};
 use crate::http::stream::Streaming;
 use crate::net::sys::Registered;
+use crate::net::transport::{Address, Stream};
 use crate::net::upgrade::Upgraded;
 use crate::rate::Meter;
 
@@ -94,10 +94,10 @@ enum Step {
 }
 
 pub(crate) struct Connection {
-    socket: Registered<TcpStream>,
+    socket: Registered<Stream>,
     /// Tells this connection from a later one in the same slab slot (pool replies).
     pub(crate) id: u64,
-    peer: Option<SocketAddr>,
+    peer: Option<Address>,
     http: Conn,
     phase: Phase,
     read: Option<ReadBuf>,
@@ -130,9 +130,9 @@ pub(crate) struct Armed {
 
 impl Connection {
     pub(crate) fn new(
-        socket: Registered<TcpStream>,
+        socket: Registered<Stream>,
         id: u64,
-        peer: SocketAddr,
+        peer: Address,
         now: Instant,
         open: OpenGuard,
         cfg: &Config,
@@ -163,7 +163,7 @@ impl Connection {
         }
     }
 
-    pub(crate) fn socket(&self) -> &Registered<TcpStream> {
+    pub(crate) fn socket(&self) -> &Registered<Stream> {
         &self.socket
     }
 
@@ -180,7 +180,7 @@ impl Connection {
     /// `max_pipeline_output`, and when the budget runs out.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         if let Phase::Linger(linger) = &mut self.phase {
-            return Self::drain(self.socket.get(), linger);
+            return Self::drain(self.socket.get_mut(), linger);
         }
         if !self.switched() {
             let next = self.drive_http(cx);
@@ -217,7 +217,7 @@ impl Connection {
             Phase::Session(session) => {
                 let buf = self.read.get_or_insert_with(|| pools.ws_read());
                 let mut io = Io {
-                    stream: &mut self.socket.get(),
+                    stream: self.socket.get_mut(),
                     buf,
                     reads: Reads::UntilWouldBlock,
                 };
@@ -302,7 +302,7 @@ impl Connection {
         let Some(out) = self.write.as_mut() else {
             return Ok(true);
         };
-        let mut stream = self.socket.get();
+        let stream = self.socket.get_mut();
         while self.written < out.len() {
             match stream.write(&out[self.written..]) {
                 Ok(0) => return Err(()),

@@ -2,7 +2,6 @@
 //! stream) driven on the loop with its callbacks inline or on the pool, or a generic upgrade
 //! leaving the loop for a thread.
 
-use std::net::TcpStream;
 use std::sync::Arc;
 
 use super::{Connection, Cx, Next, Phase};
@@ -10,6 +9,7 @@ use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
 use crate::http::session::{self, Callbacks, Io, Reads, Wake, Work};
+use crate::net::transport::Stream;
 use crate::net::upgrade::Upgraded;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
@@ -17,7 +17,7 @@ use crate::reactor::pools::Pools;
 
 /// A connection leaving the loop after a generic upgrade.
 pub(crate) struct Detached {
-    pub(crate) stream: TcpStream,
+    pub(crate) stream: Stream,
     pub(crate) leftover: Vec<u8>,
     pub(crate) then: Box<dyn FnOnce(Upgraded) + Send>,
     pub(crate) open: OpenGuard,
@@ -49,7 +49,7 @@ impl Connection {
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
         let mut io = Io {
-            stream: &mut self.socket.get(),
+            stream: self.socket.get_mut(),
             buf,
             reads: Reads::UntilWouldBlock,
         };
@@ -113,7 +113,7 @@ impl Connection {
         };
         let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
         let mut io = Io {
-            stream: &mut self.socket.get(),
+            stream: self.socket.get_mut(),
             buf,
             reads: Reads::UntilWouldBlock,
         };
@@ -148,8 +148,7 @@ impl Connection {
             .map(|b| b.filled().to_vec())
             .unwrap_or_default();
         self.release_all(pools);
-        // The clone is the same socket; the registration leaves with `self.socket`.
-        let stream = self.socket.get().try_clone().ok()?;
+        let stream = self.socket.into_inner();
         Some(Detached {
             stream,
             leftover,
