@@ -1,30 +1,40 @@
 #!/usr/bin/env bash
-# Interleaved A/B of the `hello` example: the build at a base revision (A) against the work tree
-# (B), on one engine configuration, under wrk: keep-alive at 64 and 256 connections and 16-deep
-# pipelining at 64. Each run starts its server fresh; A and B alternate within every repetition,
-# so drift on this shared machine hits both. Beside req/s it reads the server's CPU time per
-# request (utime + stime of its process, from /proc), which the load generator's share of the
-# two cores does not skew the way it skews throughput. Prints a markdown table: medians
-# (min–max) and the B/A ratio of the medians.
+# Interleaved A/B of an example server: the build at a base revision (A) against the work tree
+# (B), on one engine configuration. KIND=http (default): `hello` under wrk, keep-alive at 64 and
+# 256 connections and 16-deep pipelining at 64. KIND=ws: `ws_echo` under this repo's `ws_load`
+# (a blocking tungstenite client per connection, one message in flight each), 64 connections x
+# 32 B and x 16 KiB. Each run starts its server fresh; A and B alternate within every
+# repetition, so drift on this shared machine hits both. Beside the rate it reads the server's CPU
+# time per request or message (utime + stime of its process, from /proc), which the load
+# generator's share of the two cores does not skew the way it skews throughput. Prints a markdown
+# table: medians (min–max) and the B/A ratio of the medians.
 #
 # usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]     e.g. bench/ab.sh HEAD~3 --engine server
-# knobs: REPS (5) DURATION (5) PORT (18190) LOADS ("c64 c256 pipelined16"; also "close": c64 with
-# Connection: close, a new connection per request)
+#        KIND=ws bench/ab.sh BASE_REV [ENGINE FLAGS...]
+# knobs: REPS (5) DURATION (5) PORT (18190) LOADS (http: "c64 c256 pipelined16", also "close": c64
+# with Connection: close, a new connection per request; ws: "c64x32 c64x16k")
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:?usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]}; shift
 flags=("$@")
-REPS=${REPS:-5}; DURATION=${DURATION:-5}; PORT=${PORT:-18190}; LOADS=${LOADS:-"c64 c256 pipelined16"}
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+KIND=${KIND:-http}
+case $KIND in
+  http) example=hello; unit=req; default_loads="c64 c256 pipelined16"
+        command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } ;;
+  ws) example=ws_echo; unit=msg; default_loads="c64x32 c64x16k" ;;
+  *) echo "KIND is http or ws"; exit 2 ;;
+esac
+REPS=${REPS:-5}; DURATION=${DURATION:-5}; PORT=${PORT:-18190}; LOADS=${LOADS:-$default_loads}
 
 work=$(mktemp -d)
 trap 'git -C "$here" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git -C "$here" worktree add --detach "$work/base" "$base" >/dev/null 2>&1
-(cd "$work/base" && CARGO_TARGET_DIR="$work/target-a" cargo build -q --release --features server --example hello)
-(cd "$here" && cargo build -q --release --features server --example hello)
-bin_a=$work/target-a/release/examples/hello
-bin_b=$here/target/release/examples/hello
+(cd "$work/base" && CARGO_TARGET_DIR="$work/target-a" cargo build -q --release --features server --example "$example")
+(cd "$here" && cargo build -q --release --features server --example "$example" --example ws_load)
+bin_a=$work/target-a/release/examples/$example
+bin_b=$here/target/release/examples/$example
+load_bin=$here/target/release/examples/ws_load
 
 cat > "$work/pipeline.lua" <<'LUA'
 -- wrk: send `depth` requests in one write, read their responses, repeat.
@@ -53,22 +63,30 @@ for rep in $(seq 1 "$REPS"); do
         c256) args+=(-c256) ;;
         pipelined16) args+=(-c64 -s "$work/pipeline.lua") ;;
         close) args+=(-c64 -H "Connection: close") ;;
+        c64x32) args=(--conns 64 --size 32) ;;
+        c64x16k) args=(--conns 64 --size 16384) ;;
       esac
       before=$(cpu_ticks "$pid")
-      out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- 16 2>&1 || true)
+      if [ "$KIND" = ws ]; then
+        out=$(timeout $((DURATION + 20)) "$load_bin" --addr "127.0.0.1:$PORT" --secs "$DURATION" "${args[@]}" 2>&1 || true)
+        n=$(awk '/^ws_load:/ {print $2}' <<<"$out")
+        rps=$(awk '/^ws_load:/ {print $(NF-1)}' <<<"$out")
+      else
+        out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- 16 2>&1 || true)
+        n=$(awk '/requests in/ {print $1}' <<<"$out")
+        rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+      fi
       after=$(cpu_ticks "$pid")
       kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
-      n=$(awk '/requests in/ {print $1}' <<<"$out")
-      rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
       printf '%s\t%s\t%s\t%s\t%s\n' "$load" "$side" "${rps:-0}" "${n:-0}" "$((after - before))" >> "$raw"
-      echo "rep $rep $load $side: ${rps:-0} req/s" >&2
+      echo "rep $rep $load $side: ${rps:-0} $unit/s" >&2
     done
   done
 done
 
-python3 - "$raw" "$REPS" "$ticks" "$base" "${flags[*]:-}" <<'PY'
+python3 - "$raw" "$REPS" "$ticks" "$base" "${flags[*]:-}" "$example" "$unit" <<'PY'
 import sys, statistics, collections
-raw, reps, ticks, base, flags = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+raw, reps, ticks, base, flags, example, unit = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 rows = collections.defaultdict(list)
 for line in open(raw):
     load, side, rps, n, cpu = line.rstrip("\n").split("\t")
@@ -77,10 +95,11 @@ for line in open(raw):
     rows[(load, side)].append((float(rps), us))
 def cell(xs, fmt):
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
-print(f"hello {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, wrk -t2.\n")
-print("| load | A req/s | B req/s | B/A | A CPU µs/req | B CPU µs/req | B/A |")
+tool = "ws_load" if example == "ws_echo" else "wrk -t2"
+print(f"{example} {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, {tool}.\n")
+print(f"| load | A {unit}/s | B {unit}/s | B/A | A CPU µs/{unit} | B CPU µs/{unit} | B/A |")
 print("|---|---|---|---|---|---|---|")
-for load in ("c64", "c256", "pipelined16", "close"):
+for load in ("c64", "c256", "pipelined16", "close", "c64x32", "c64x16k"):
     a, b = rows[(load, "A")], rows[(load, "B")]
     if not a or not b:
         continue

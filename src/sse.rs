@@ -6,8 +6,8 @@
 //! quiet for [`SseConfig::heartbeat`], and ends the stream when the client goes away (the sender
 //! reports [`SendError::Closed`]), when [`SseSender::close`] is called, or at server shutdown.
 //! An open stream costs no thread: on the thread-pool server it is parked between events like an
-//! idle keep-alive connection (with [`park_idle(false)`](crate::server::Builder::park_idle), a
-//! thread of its own); on the reactor it is a state of its connection.
+//! idle keep-alive connection (with [`Parking::Off`](crate::server::Parking::Off) or
+//! [`Parking::Http`](crate::server::Parking::Http), a thread of its own); on the reactor it is a state of its connection.
 //!
 //! ```
 //! use twinhttp::{Request, Response};

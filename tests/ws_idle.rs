@@ -1,6 +1,6 @@
 //! 1,000 idle WebSockets, and 300 idle event streams, cost no threads, on the reactor in both
 //! dispatch modes and on the thread-pool server with parking on, and each is still served
-//! afterwards; with `park_sessions(false)` each WebSocket has a thread. The only test in this binary, so the process thread count is its own.
+//! afterwards; with `Parking::Http` each WebSocket has a thread. The only test in this binary, so the process thread count is its own.
 #![cfg(feature = "server")]
 mod support;
 
@@ -106,10 +106,10 @@ fn idle_event_streams(engine: Engine) {
     assert_eq!(thread_count(), threads_before);
 }
 
-/// `park_sessions(false)`: WebSockets get a thread each (idle HTTP connections still parked).
+/// `Parking::Http`: WebSockets get a thread each (idle HTTP connections still parked).
 fn websockets_on_threads_when_asked() {
     let srv = twinhttp::server::Server::builder()
-        .park_sessions(false)
+        .parking(twinhttp::server::Parking::Http)
         .serve("127.0.0.1:0", echo)
         .expect("server");
     let addr = srv.local_addr();

@@ -100,9 +100,13 @@ impl Args {
         let running = match self.engine.as_str() {
             #[cfg(feature = "server")]
             "server" => {
-                let mut b = twinhttp::server::Server::builder()
-                    .park_idle(!self.no_park)
-                    .park_sessions(!self.session_threads);
+                let mut b = twinhttp::server::Server::builder().parking(
+                    match (self.no_park, self.session_threads) {
+                        (true, _) => twinhttp::server::Parking::Off,
+                        (false, true) => twinhttp::server::Parking::Http,
+                        (false, false) => twinhttp::server::Parking::All,
+                    },
+                );
                 if let Some(n) = self.threads {
                     b = b.workers(n);
                 }

@@ -34,7 +34,7 @@ impl Acceptor {
         max_connections: usize,
     ) -> std::io::Result<Self> {
         let poller = Arc::new(Poller::new()?);
-        let listener = Registered::new(poller.clone(), listener, Event::readable(LISTENER))?;
+        let listener = Registered::level(poller.clone(), listener, Event::readable(LISTENER))?;
         Ok(Acceptor {
             listener,
             poller,
@@ -82,10 +82,6 @@ impl Acceptor {
                 if self.control.is_shutting_down() {
                     return;
                 }
-            }
-            if let Err(e) = self.listener.rearm(Event::readable(LISTENER)) {
-                log::error!("acceptor re-arm failed: {e}");
-                std::thread::sleep(backoff);
             }
         }
     }

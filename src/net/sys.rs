@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use polling::{Event, PollMode, Poller};
 
-/// A socket registered with a poller (oneshot unless made with [`Registered::edge`] or
-/// [`Registered::level`]), deleted from it on drop.
+/// A socket registered with a poller, edge-triggered ([`Registered::edge`]: the thread-pool
+/// engine's parker) or level-triggered ([`Registered::level`]: the reactor's loops and every
+/// listener), deleted from it on drop. (No oneshot registrations: every supported poller, epoll
+/// and kqueue, has both modes, and the engines refuse to start on one that lacks theirs.)
 #[derive(Debug)]
 pub(crate) struct Registered<S: AsFd> {
     // Field order: `source` must outlive the registration, so it is dropped after `drop` runs.
@@ -20,21 +22,13 @@ pub(crate) struct Registered<S: AsFd> {
 }
 
 impl<S: AsFd> Registered<S> {
-    /// Registers `source` with `interest` armed.
-    pub(crate) fn new(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
-        // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
-        // `poller` before the source itself is dropped; if `add` fails nothing was registered.
-        unsafe { poller.add(source.as_fd().as_raw_fd(), interest)? };
-        Ok(Registered { source, poller })
-    }
-
     /// Registers `source` edge-triggered for `interest`; for pollers that
     /// [support it](Poller::supports_edge) (epoll, kqueue). It stays armed, so it is never
     /// re-armed, and its owner must read until the socket says EAGAIN before it waits again.
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn edge(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
-        // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
-        // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
+        // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
+        // `poller` before the source is dropped; if `add_with_mode` fails nothing was
         // registered.
         unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Edge)? };
         Ok(Registered { source, poller })
@@ -45,8 +39,8 @@ impl<S: AsFd> Registered<S> {
     /// short read may end reading (what is left, the end of input too, is reported again), and
     /// its owner must change the interest to what it waits for ([`Registered::set_level`]).
     pub(crate) fn level(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
-        // SAFETY: as in `new`: `source` moves into the returned `Registered`, whose `Drop` deletes
-        // it from `poller` before the source is dropped; if `add_with_mode` fails nothing was
+        // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
+        // `poller` before the source is dropped; if `add_with_mode` fails nothing was
         // registered.
         unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Level)? };
         Ok(Registered { source, poller })
@@ -56,11 +50,6 @@ impl<S: AsFd> Registered<S> {
     pub(crate) fn set_level(&self, interest: Event) -> io::Result<()> {
         self.poller
             .modify_with_mode(self.source.as_fd(), interest, PollMode::Level)
-    }
-
-    /// Re-arms the oneshot registration.
-    pub(crate) fn rearm(&self, interest: Event) -> io::Result<()> {
-        self.poller.modify(self.source.as_fd(), interest)
     }
 
     /// Changes an edge-triggered registration's interest (it stays edge-triggered).

@@ -66,16 +66,19 @@ pub(crate) struct EventLoop<H> {
     again: Vec<usize>,
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
-    /// Connections are registered level-triggered (epoll, kqueue), their interest changed only
-    /// when what they wait for changes. Otherwise oneshot, re-armed after each wait.
-    level: bool,
     stopping: bool,
 }
 
 impl<H: Handler> EventLoop<H> {
     pub(crate) fn new(parts: Parts<H>) -> std::io::Result<Self> {
+        if !parts.poller.supports_level() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the reactor registers connections level-triggered, which this platform's poller cannot do",
+            ));
+        }
         let listener = match parts.listener {
-            Some(l) => Some(Registered::new(
+            Some(l) => Some(Registered::level(
                 parts.poller.clone(),
                 l,
                 Event::readable(LISTENER),
@@ -99,7 +102,6 @@ impl<H: Handler> EventLoop<H> {
             accepted: parts.accepted,
             again: Vec::new(),
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
-            level: parts.poller.supports_level(),
             stopping: false,
         })
     }
@@ -266,44 +268,38 @@ impl<H: Handler> EventLoop<H> {
                     self.close(key);
                     return;
                 }
-                if self.level {
-                    // Interest follows what the connection waits for, but reading is dropped
-                    // lazily: only when readable events keep coming while it does not read (a
-                    // request on the pool, a response streaming out, output backed up), which
-                    // would otherwise be reported at every wait. Dropping it at once would cost
-                    // two `epoll_ctl` per pooled request.
-                    let mut armed = conn.armed;
-                    armed.write = write;
-                    if read {
-                        armed.read = true;
-                        conn.stray = false;
-                    } else if readable {
-                        if !conn.armed.read {
-                            // Nothing asked for, yet reported: a hang-up or an error, reported
-                            // at every wait. The peer is gone.
-                            self.close(key);
-                            return;
-                        }
-                        if conn.stray {
-                            armed.read = false;
-                        }
-                        conn.stray = true;
+                // Interest follows what the connection waits for, but reading is dropped
+                // lazily: only when readable events keep coming while it does not read (a
+                // request on the pool, a response streaming out, output backed up), which
+                // would otherwise be reported at every wait. Dropping it at once would cost
+                // two `epoll_ctl` per pooled request.
+                let mut armed = conn.armed;
+                armed.write = write;
+                if read {
+                    armed.read = true;
+                    conn.stray = false;
+                } else if readable {
+                    if !conn.armed.read {
+                        // Nothing asked for, yet reported: a hang-up or an error, reported
+                        // at every wait. The peer is gone.
+                        self.close(key);
+                        return;
                     }
-                    if armed != conn.armed {
-                        if conn
-                            .socket()
-                            .set_level(interest(key, armed.read, armed.write))
-                            .is_err()
-                        {
-                            self.close(key);
-                            return;
-                        }
-                        conn.armed = armed;
+                    if conn.stray {
+                        armed.read = false;
                     }
-                } else if (read || write)
-                    && conn.socket().rearm(interest(key, read, write)).is_err()
-                {
-                    self.close(key);
+                    conn.stray = true;
+                }
+                if armed != conn.armed {
+                    if conn
+                        .socket()
+                        .set_level(interest(key, armed.read, armed.write))
+                        .is_err()
+                    {
+                        self.close(key);
+                        return;
+                    }
+                    conn.armed = armed;
                 }
             }
         }
@@ -323,7 +319,7 @@ impl<H: Handler> EventLoop<H> {
         if self.accept_paused_until.is_some_and(|t| t <= now) {
             self.accept_paused_until = None;
             if let Some(l) = &self.listener {
-                let _ = l.rearm(Event::readable(LISTENER));
+                let _ = l.set_level(Event::readable(LISTENER));
             }
         }
         while let Some(&(deadline, key)) = self.timers.first() {
@@ -364,14 +360,14 @@ impl<H: Handler> EventLoop<H> {
                         log::warn!("accept: {e}; pausing accepts for {:?}", self.backoff);
                         self.accept_paused_until = Some(now + self.backoff);
                         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+                        // Level-triggered, the pending connections would be reported at every
+                        // wait: stop listening until the pause is over.
+                        if listener.set_level(Event::none(LISTENER)).is_err() {
+                            log::error!("cannot pause the listener");
+                        }
                         return;
                     }
                 },
-            }
-        }
-        if let Some(l) = &self.listener {
-            if l.rearm(Event::readable(LISTENER)).is_err() {
-                log::error!("listener re-arm failed");
             }
         }
     }
@@ -382,11 +378,7 @@ impl<H: Handler> EventLoop<H> {
         // Level-triggered, a connection waits for input from the start and its interest changes
         // only with what it waits for; bytes, or an end of input, left in the socket are
         // reported again at the next wait, so a step may stop at a short read.
-        let socket = if self.level {
-            Registered::level(self.poller.clone(), stream, Event::readable(key))
-        } else {
-            Registered::new(self.poller.clone(), stream, Event::readable(key))
-        };
+        let socket = Registered::level(self.poller.clone(), stream, Event::readable(key));
         let Ok(socket) = socket else {
             return;
         };

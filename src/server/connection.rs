@@ -114,14 +114,6 @@ impl Connection {
         }
     }
 
-    /// Re-arms a oneshot registration.
-    pub(crate) fn rearm(&self, interest: Event) -> std::io::Result<()> {
-        match &self.socket {
-            Socket::Plain(_) => Ok(()),
-            Socket::Parkable(r, _) => r.rearm(interest),
-        }
-    }
-
     /// Changes an edge-triggered registration's interest.
     pub(crate) fn set_edge(&self, interest: Event) -> std::io::Result<()> {
         match &self.socket {
@@ -152,20 +144,18 @@ impl Connection {
         }
     }
 
-    /// What the parker watches for under `key`: reads; for a long-lived one also writes (an
-    /// edge-triggered registration always includes them, so it never changes; a oneshot one
-    /// asks for them only while output is blocked).
-    pub(crate) fn interest(&self, key: usize, edge: bool) -> Event {
-        let write = self.long_lived && (edge || self.session().is_some_and(|s| s.wants_write()));
-        if write {
+    /// What the parker watches for under `key`: reads; for a long-lived one also writes (always,
+    /// so that its edge-triggered registration never changes).
+    pub(crate) fn interest(&self, key: usize) -> Event {
+        if self.long_lived {
             Event::all(key)
         } else {
             Event::readable(key)
         }
     }
 
-    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered
-    /// or oneshot. On failure the ticket comes back with the connection, unless registering
+    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered.
+    /// On failure the ticket comes back with the connection, unless registering
     /// consumed (closed) its socket.
     // The error gives the connection back on a cold path; boxing it would cost every
     // registration an allocation.
@@ -173,25 +163,17 @@ impl Connection {
     pub(crate) fn into_registered(
         self,
         poller: &Arc<Poller>,
-        edge: bool,
         ticket: Ticket,
     ) -> Result<Connection, (Option<Connection>, Ticket)> {
-        let interest = self.interest(ticket.key(), edge);
+        let interest = self.interest(ticket.key());
         match self.socket {
-            Socket::Plain(s) => {
-                let registered = if edge {
-                    Registered::edge(poller.clone(), s, interest)
-                } else {
-                    Registered::new(poller.clone(), s, interest)
-                };
-                match registered {
-                    Ok(r) => Ok(Connection {
-                        socket: Socket::Parkable(r, ticket),
-                        ..self
-                    }),
-                    Err(_) => Err((None, ticket)),
-                }
-            }
+            Socket::Plain(s) => match Registered::edge(poller.clone(), s, interest) {
+                Ok(r) => Ok(Connection {
+                    socket: Socket::Parkable(r, ticket),
+                    ..self
+                }),
+                Err(_) => Err((None, ticket)),
+            },
             socket @ Socket::Parkable(..) => Err((Some(Connection { socket, ..self }), ticket)),
         }
     }

@@ -8,7 +8,7 @@
 //! keep-alive connection waits there for its next request; a WebSocket or an event stream waits
 //! there between messages, its callbacks run on whichever worker takes it. So thousands of idle,
 //! slow or silent connections cost memory, not threads. Turn parking off with
-//! [`Builder::park_idle`] to get the classic thread-per-connection shape for comparison (a worker
+//! [`Builder::parking`]`(`[`Parking::Off`]`)` to get the classic thread-per-connection shape for comparison (a worker
 //! waits on each connection's socket, and as many silent connections as workers stop it).
 //!
 //! ```no_run
@@ -26,6 +26,7 @@
 
 mod connection;
 mod detached;
+mod exchange;
 mod head;
 mod park;
 mod session;
@@ -42,6 +43,26 @@ use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
+/// What the thread-pool engine parks: connections that wait in its poller, watched by one thread,
+/// instead of each holding a worker or a thread of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Parking {
+    /// New, idle and slow HTTP connections until a whole request head is buffered, and
+    /// WebSockets and event streams between messages (the default): no open connection holds a
+    /// thread while it waits.
+    #[default]
+    All,
+    /// HTTP connections as with `All`, but each WebSocket and event stream gets a thread of its
+    /// own. That answers a lone connection's message sooner (one hand-off less: about 60 instead
+    /// of 75 µs per small WebSocket round trip here) and costs a thread and about 23 KiB per open
+    /// session instead of under 2 KiB (README, Performance).
+    Http,
+    /// Nothing: a worker serves each connection for its life and waits on its socket, and each
+    /// WebSocket or event stream has a thread (the thread-per-connection shape, for comparison).
+    Off,
+}
+
 /// Settings for a [`Server`]; every setter documents its default.
 #[derive(Clone, Debug)]
 pub struct Builder {
@@ -52,8 +73,7 @@ pub struct Builder {
     idle_timeout: Duration,
     min_request_body_rate: Option<MinRate>,
     min_response_rate: Option<MinRate>,
-    park_idle: bool,
-    park_sessions: bool,
+    parking: Parking,
     park_linger: Duration,
     limits: Limits,
 }
@@ -69,8 +89,7 @@ impl Default for Builder {
             idle_timeout: Duration::from_secs(60),
             min_request_body_rate: Some(MinRate::default()),
             min_response_rate: Some(MinRate::default()),
-            park_idle: true,
-            park_sessions: true,
+            parking: Parking::All,
             park_linger: Duration::ZERO,
             limits: Limits::default(),
         }
@@ -129,22 +148,10 @@ impl Builder {
         self
     }
 
-    /// Park idle keep-alive connections, and WebSockets and event streams between messages, in a
-    /// poller instead of holding a worker (or a thread) on each. Default: on. Off gives one
-    /// worker per open connection and a thread per WebSocket or event stream
-    /// (thread-per-connection).
-    pub fn park_idle(mut self, on: bool) -> Self {
-        self.park_idle = on;
-        self
-    }
-
-    /// With parking on, whether WebSockets and event streams are parked too (default: on) or
-    /// get a thread each while idle HTTP connections are still parked. A thread each answers a
-    /// lone connection's message sooner (one hand-off less: about 60 instead of 75 µs per small
-    /// WebSocket round trip here) and costs a thread and about 23 KiB per open connection
-    /// instead of under 2 KiB (README, Performance).
-    pub fn park_sessions(mut self, on: bool) -> Self {
-        self.park_sessions = on;
+    /// What waits in the parker's poller instead of holding a worker or a thread: see
+    /// [`Parking`]. Default: [`Parking::All`].
+    pub fn parking(mut self, parking: Parking) -> Self {
+        self.parking = parking;
         self
     }
 
@@ -206,7 +213,7 @@ impl Builder {
         let address = listener.address()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::default());
-        let parker = if self.park_idle {
+        let parker = if self.parking != Parking::Off {
             let reads = head::HeadReads {
                 limits: self.limits,
                 header_read_timeout: self.header_read_timeout,

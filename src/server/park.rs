@@ -5,9 +5,9 @@
 //! act on it. A push from a WebSocket's or event stream's sender queues its parked connection at
 //! once.
 //!
-//! A connection is registered once, on its first park, under a key it keeps for life. Where the
-//! poller supports it the registration is edge-triggered and never re-armed: parking costs no
-//! system call. An event for a connection that is not parked (bytes that arrived while a worker
+//! A connection is registered once, on its first park, under a key it keeps for life,
+//! edge-triggered and never re-armed: parking costs no system call. (Every supported poller,
+//! epoll and kqueue, has edge-triggered mode; the parker refuses to start on one that lacks it.) An event for a connection that is not parked (bytes that arrived while a worker
 //! served it) is remembered, and its next park returns it to that worker to serve again. The worker
 //! parks a connection only once a read found its socket empty (EAGAIN), so every byte still to
 //! come, and the end of input, raises an event of its own.
@@ -142,8 +142,6 @@ pub(crate) enum Parking {
 /// The parker: one poller, one thread, any number of idle connections.
 pub(crate) struct Parker {
     poller: Arc<Poller>,
-    /// Registrations are edge-triggered (epoll, kqueue) rather than oneshot and re-armed.
-    edge: bool,
     /// Request heads are read here, not on a worker.
     reads: HeadReads,
     parked: Mutex<Parked>,
@@ -152,9 +150,7 @@ pub(crate) struct Parker {
 
 impl std::fmt::Debug for Parker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Parker")
-            .field("edge", &self.edge)
-            .finish_non_exhaustive()
+        f.debug_struct("Parker").finish_non_exhaustive()
     }
 }
 
@@ -166,8 +162,13 @@ impl Parker {
         queue: Sender<Job>,
     ) -> std::io::Result<Self> {
         let poller = Poller::new()?;
+        if !poller.supports_edge() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the thread-pool engine parks connections edge-triggered, which this platform's poller cannot do",
+            ));
+        }
         Ok(Parker {
-            edge: poller.supports_edge(),
             poller: Arc::new(poller),
             reads,
             parked: Mutex::new(Parked {
@@ -215,15 +216,9 @@ impl Parker {
         self.parked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether parked connections are registered edge-triggered: then a worker must see the
-    /// socket empty (a read that says EAGAIN) before it parks a connection.
-    pub(crate) fn edge(&self) -> bool {
-        self.edge
-    }
-
     /// Parks `conn` until it is readable (a WebSocket or event stream: readable, writable or
     /// woken by its sender), its deadline passes, or shutdown. The socket is registered on its
-    /// first park; later parks cost no system call (edge-triggered) or one re-arm (oneshot). A
+    /// first park; later parks cost no system call (edge-triggered). A
     /// connection that had an event while it was being served comes back as
     /// [`Parking::Ready`]. Returns the connection when parking has ended (shutdown); the caller
     /// closes it.
@@ -243,10 +238,6 @@ impl Parker {
                 if std::mem::take(&mut entry.ready) {
                     drop(parked);
                     return Parking::Ready(conn);
-                }
-                if !self.edge && conn.rearm(conn.interest(key, false)).is_err() {
-                    drop(parked);
-                    return Parking::Refused(conn);
                 }
                 (conn, key)
             }
@@ -312,7 +303,7 @@ impl Parker {
             parker: Arc::downgrade(self),
             key,
         };
-        let conn = conn.into_registered(&self.poller, self.edge, ticket)?;
+        let conn = conn.into_registered(&self.poller, ticket)?;
         Ok((conn, key))
     }
 
@@ -331,7 +322,7 @@ impl Parker {
         }
         let (conn, key) = match conn.ticket_key() {
             Some(key) => {
-                if self.edge && conn.set_edge(Event::all(key)).is_err() {
+                if conn.set_edge(Event::all(key)).is_err() {
                     drop(parked);
                     return Err(Some(conn));
                 }

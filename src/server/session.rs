@@ -29,13 +29,10 @@ pub(crate) struct Session {
 
 /// How a session's turn ended.
 enum Turn {
-    /// Waiting for the socket (also writable when `write`: output is blocked), a sender's
-    /// push, or `deadline` (the next ping, idle, heartbeat, closing-handshake or stalled-write
-    /// timer).
-    Wait {
-        write: bool,
-        deadline: Option<Instant>,
-    },
+    /// Waiting for the socket (readable or writable: the registration reports both), a
+    /// sender's push, or `deadline` (the next ping, idle, heartbeat, closing-handshake or
+    /// stalled-write timer).
+    Wait { deadline: Option<Instant> },
     /// The message budget ran out with input left: queue it behind the others. The last
     /// wait's `deadline` still applies (a closing handshake times out under a flood too).
     More { deadline: Option<Instant> },
@@ -60,15 +57,8 @@ impl Session {
         Session {
             conn,
             unread: None,
-            turn: Turn::Wait {
-                write: false,
-                deadline: None,
-            },
+            turn: Turn::Wait { deadline: None },
         }
-    }
-
-    pub(crate) fn wants_write(&self) -> bool {
-        matches!(self.turn, Turn::Wait { write: true, .. })
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
@@ -97,19 +87,13 @@ pub(crate) fn drive<H: Handler>(
     else {
         return None;
     };
-    let mut sock = conn.stream();
+    let sock = conn.stream();
     let mut own = session.unread.take();
-    // An edge-triggered parker needs the socket read until EAGAIN; re-arming a oneshot
-    // registration checks readiness, so there a short read may end the turn.
-    let level = shared.parker.as_ref().is_none_or(|p| !p.edge());
+    // The edge-triggered parker needs the socket read until EAGAIN.
     let mut io = Io {
-        stream: &mut sock,
+        stream: sock,
         buf: own.as_mut().unwrap_or(buf),
-        reads: if level {
-            Reads::UntilShortRead
-        } else {
-            Reads::UntilWouldBlock
-        },
+        reads: Reads::UntilWouldBlock,
     };
     let now = Instant::now();
     if shared.control.is_shutting_down() {
@@ -119,7 +103,7 @@ pub(crate) fn drive<H: Handler>(
         session.conn.expire(&mut io, now);
     }
     session.turn = match session.conn.drive(&mut io, now, Callbacks::Inline) {
-        Next::Wait { write, deadline } => Turn::Wait { write, deadline },
+        Next::Wait { deadline, .. } => Turn::Wait { deadline },
         // The message budget ran out: the worker queues it behind the others.
         Next::Again => Turn::More {
             deadline: session.deadline(),

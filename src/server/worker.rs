@@ -13,25 +13,24 @@ use crossbeam_channel::Receiver;
 use super::Builder;
 use super::connection::{Connection, Job, Wait};
 use super::detached::{Waiter, detach_session};
+use super::exchange::{SocketSource, pump};
 use super::head::{self, Outcome};
 use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
-use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
 use crate::handler::{Answer, answer};
-use crate::http::body::{BodyEnd, BodyReader, Source};
+use crate::http::body::{BodyEnd, BodyReader, Decoder};
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, CONTINUE, Close, Conn, Encoder, State};
+use crate::http::conn::{After, Close, Conn, State};
 use crate::http::request::RequestHead;
-use crate::http::response::BodyKind;
 use crate::http::session::Start;
-use crate::http::stream::Streaming;
 use crate::net::io::{self, flush, linger_close};
 use crate::net::transport::Stream;
 use crate::net::upgrade::detach;
 use crate::rate::Meter;
 use crate::ws::WS_READ_BUF;
+use crate::{Handler, Response};
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -44,7 +43,7 @@ pub(crate) struct Shared<H> {
 impl<H> Shared<H> {
     /// WebSockets and event streams are parked (else each gets a thread).
     fn parks_sessions(&self) -> bool {
-        self.parker.is_some() && self.config.park_sessions
+        self.parker.is_some() && self.config.parking == super::Parking::All
     }
 }
 
@@ -135,141 +134,251 @@ enum More {
 }
 
 /// Serves requests on `conn` until it closes (`None`) or, with parking on, has nothing whole
-/// buffered (`Some(conn)`, to park: idle, part of a head, or lingering after an error).
+/// buffered (`Some(conn)`, to park: idle, part of a head, or lingering after an error). Each
+/// request is three steps, each ending in a named outcome: its head, its handler (with the body
+/// streamed from the socket), its response.
 fn serve<H: Handler>(
     shared: &Shared<H>,
     mut conn: Connection,
     s: &mut Scratch,
 ) -> Option<Connection> {
-    let cfg = &shared.config;
-    let shutting_down = &shared.control.shutting_down;
     let mut http = Conn::default();
     let mut due = take_input(shared, &mut conn, &mut s.read);
     loop {
-        // 1. The request head, from the buffer; what is missing is read without waiting (or,
-        // thread per connection, waited for).
-        let decoder = loop {
-            match http.recv_head(&mut s.read, &mut s.head, &cfg.limits) {
-                Ok(Some(decoder)) => break decoder,
-                Ok(None) => {}
-                Err(e) => {
-                    http.write_error(e.status(), &mut s.write);
-                    return finish(shared, conn, &http, s);
-                }
+        let decoder = match head(shared, &mut conn, &mut http, s, &mut due) {
+            Head::Parsed(decoder) => decoder,
+            Head::Park(wait) => {
+                conn.wait = wait;
+                return Some(conn);
             }
-            flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-            match more_head(shared, &mut conn, &mut s.read, &mut due) {
-                More::Got => {}
-                More::Park(wait) => {
-                    conn.wait = wait;
-                    return Some(conn);
-                }
-                More::TimedOut => {
-                    http.request_timed_out(true, &mut s.write);
-                    return finish(shared, conn, &http, s);
-                }
-                More::Closed => return None,
-            }
+            Head::Refused => return finish(shared, conn, &http, s),
+            Head::Gone => return None,
         };
-
-        // 2. The handler, with the body streamed from the socket.
-        let (stream, peer) = conn.stream_and_peer();
-        let source = SocketSource {
-            stream,
-            out: &mut s.write,
-            sent: &mut s.sent,
-            body: Meter::new(cfg.min_request_body_rate),
-            wait: true,
+        let handled = match handle(shared, &mut conn, &mut http, s, decoder) {
+            Handled::Response(handled) => handled,
+            Handled::BodyRefused => return finish(shared, conn, &http, s),
+            Handled::Gone => return None,
         };
-        let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
-        let Answer { response, panicked } = answer(&shared.handler, &s.head, &mut reader, peer);
-        // A body the handler left unread is read and dropped (up to `max_drain_bytes`, as far
-        // as it has come), so that it is judged as a read would judge it: malformed is 400,
-        // whether the handler read it or not (the reactor reads every body before its handler
-        // runs).
-        // The drain never waits for the client (with parking on): what has not come yet is
-        // left to the lingering close, which costs no worker.
-        if reader.end == BodyEnd::Unread && !panicked {
-            reader.source.wait = shared.parker.is_none();
-            reader.drain(cfg.limits.max_drain_bytes);
-        }
-        let in_sync = match reader.end {
-            BodyEnd::Complete => true,
-            // Too large to drain, held back for `100 Continue`, or the handler panicked.
-            BodyEnd::Unread => false,
-            BodyEnd::Failed(e) => {
-                http.write_error(e.status(), &mut s.write);
-                return finish(shared, conn, &http, s);
-            }
-            BodyEnd::TooSlow => {
-                http.request_timed_out(true, &mut s.write);
-                return finish(shared, conn, &http, s);
-            }
-            BodyEnd::Broken => return None,
+        conn = match respond(shared, conn, &mut http, s, handled) {
+            Responded::Next(conn) => conn,
+            Responded::Finish(conn) => return finish(shared, conn, &http, s),
+            Responded::Left(next) => return next,
+            Responded::Gone => return None,
         };
-
-        // 3. The response, measured against the minimum rate from here.
-        s.sent = Meter::new(cfg.min_response_rate);
-        let closing = panicked || shutting_down.load(Ordering::Acquire);
-        let mark = s.write.len();
-        match http.write_response(&s.head, response, in_sync, closing, &mut s.write) {
-            After::Done => {}
-            After::Stream(encoder, kind) => {
-                let pumped = catch_unwind(AssertUnwindSafe(|| {
-                    pump(conn.stream(), &mut s.write, encoder, kind, &mut s.sent)
-                }));
-                if !pumped.unwrap_or(false) {
-                    http.abort();
-                }
-            }
-            After::Session(encoder, takeover) if shared.parks_sessions() => {
-                return into_session(shared, conn, &mut http, s, mark, |wake, conn| {
-                    Session::start(takeover, encoder, wake, conn, cfg.min_response_rate)
-                });
-            }
-            After::Session(encoder, takeover) => {
-                // A session lasts as long as its client: a thread of its own, whose waiter is
-                // made before the head goes out (out of descriptors: 503 instead).
-                let Ok(waiter) = Waiter::new().map(Arc::new) else {
-                    s.write.truncate(mark);
-                    http.write_error(503, &mut s.write);
-                    return finish(shared, conn, &http, s);
-                };
-                let session = takeover.start(Start {
-                    waker: Box::new(waiter.clone()),
-                    peer: conn.peer.clone(),
-                    now: Instant::now(),
-                    rate: cfg.min_response_rate,
-                    encoder,
-                });
-                flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-                let leftover = s.read.filled().to_vec();
-                let (stream, open) = conn.into_parts();
-                detach_session(&shared.control, stream, leftover, session, open, waiter);
-                return None;
-            }
-            After::Detach(then) => {
-                flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-                let leftover = s.read.filled().to_vec();
-                let (stream, open) = conn.into_parts();
-                detach(&shared.control, stream, leftover, then, open);
-                return None;
-            }
-        }
-        if http.is_closing() {
-            return finish(shared, conn, &http, s);
-        }
-        if s.write.len() >= cfg.limits.max_pipeline_output {
-            flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
-        }
-        // 4. The next request: already buffered (pipelined: its head is due from now), or read
-        // for at step 1.
+        // The next request: already buffered (pipelined: its head is due from now), or read for
+        // by the next head step.
         due = if s.read.is_empty() {
             HeadDue::Next
         } else {
-            HeadDue::Started(deadline::after(Instant::now(), cfg.header_read_timeout))
+            HeadDue::Started(deadline::after(
+                Instant::now(),
+                shared.config.header_read_timeout,
+            ))
         };
     }
+}
+
+/// How a request head step ended.
+enum Head {
+    /// A head was parsed into `s.head`; its body follows through this decoder.
+    Parsed(Decoder),
+    /// Nothing whole is buffered and the socket has nothing more now: park, waiting for this.
+    Park(Wait),
+    /// The head was malformed, too large or too slow: the error is in `s.write`; finish.
+    Refused,
+    /// The client closed, the connection failed, or shutdown ended a wait for a new request.
+    Gone,
+}
+
+/// The request head, from the buffer; what is missing is read without waiting (or, thread per
+/// connection, waited for). Responses to earlier pipelined requests go out first.
+fn head<H>(
+    shared: &Shared<H>,
+    conn: &mut Connection,
+    http: &mut Conn,
+    s: &mut Scratch,
+    due: &mut HeadDue,
+) -> Head {
+    loop {
+        match http.recv_head(&mut s.read, &mut s.head, &shared.config.limits) {
+            Ok(Some(decoder)) => return Head::Parsed(decoder),
+            Ok(None) => {}
+            Err(e) => {
+                http.write_error(e.status(), &mut s.write);
+                return Head::Refused;
+            }
+        }
+        if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+            return Head::Gone;
+        }
+        match more_head(shared, conn, &mut s.read, due) {
+            More::Got => {}
+            More::Park(wait) => return Head::Park(wait),
+            More::TimedOut => {
+                http.request_timed_out(true, &mut s.write);
+                return Head::Refused;
+            }
+            More::Closed => return Head::Gone,
+        }
+    }
+}
+
+/// A handler's answer, with what the exchange needs to know to write it.
+struct Answered {
+    response: Response,
+    /// The request body was read to its end: the next request's bytes follow.
+    in_sync: bool,
+    panicked: bool,
+}
+
+/// How a handler step ended.
+enum Handled {
+    Response(Answered),
+    /// The body was malformed or too slow: the core's error is in `s.write`; finish.
+    BodyRefused,
+    /// The connection failed while the body was read.
+    Gone,
+}
+
+/// Runs the handler with the body streamed from the socket. A body the handler left unread is
+/// read and dropped (up to `max_drain_bytes`, as far as it has come), so that it is judged as a
+/// read would judge it: malformed is 400 whether the handler read it or not (the reactor reads
+/// every body before its handler runs). The drain never waits for the client (with parking on):
+/// what has not come yet is left to the lingering close, which costs no worker.
+fn handle<H: Handler>(
+    shared: &Shared<H>,
+    conn: &mut Connection,
+    http: &mut Conn,
+    s: &mut Scratch,
+    decoder: Decoder,
+) -> Handled {
+    let cfg = &shared.config;
+    let (stream, peer) = conn.stream_and_peer();
+    let source = SocketSource {
+        stream,
+        out: &mut s.write,
+        sent: &mut s.sent,
+        body: Meter::new(cfg.min_request_body_rate),
+        wait: true,
+    };
+    let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
+    let Answer { response, panicked } = answer(&shared.handler, &s.head, &mut reader, peer);
+    if reader.end == BodyEnd::Unread && !panicked {
+        reader.source.wait = shared.parker.is_none();
+        reader.drain(cfg.limits.max_drain_bytes);
+    }
+    let in_sync = match reader.end {
+        BodyEnd::Complete => true,
+        // Too large to drain, held back for `100 Continue`, or the handler panicked.
+        BodyEnd::Unread => false,
+        BodyEnd::Failed(e) => {
+            http.write_error(e.status(), &mut s.write);
+            return Handled::BodyRefused;
+        }
+        BodyEnd::TooSlow => {
+            http.request_timed_out(true, &mut s.write);
+            return Handled::BodyRefused;
+        }
+        BodyEnd::Broken => return Handled::Gone,
+    };
+    Handled::Response(Answered {
+        response,
+        in_sync,
+        panicked,
+    })
+}
+
+/// How a response step ended.
+enum Responded {
+    /// Keep-alive: serve the next request.
+    Next(Connection),
+    /// The response was the last (or a session could not start and 503 was written): finish.
+    Finish(Connection),
+    /// The connection left this worker's exchange: parked as a session (`Some`), detached to a
+    /// thread of its own or closed (`None`).
+    Left(Option<Connection>),
+    /// Writing failed.
+    Gone,
+}
+
+/// Writes the response, measured against the minimum rate from here: a body known in full is
+/// buffered (pipelined responses go out together), a streamed one is pumped out, and a session
+/// or an upgrade takes the connection over.
+fn respond<H: Handler>(
+    shared: &Shared<H>,
+    mut conn: Connection,
+    http: &mut Conn,
+    s: &mut Scratch,
+    handled: Answered,
+) -> Responded {
+    let cfg = &shared.config;
+    s.sent = Meter::new(cfg.min_response_rate);
+    let closing = handled.panicked || shared.control.is_shutting_down();
+    let mark = s.write.len();
+    let after = http.write_response(
+        &s.head,
+        handled.response,
+        handled.in_sync,
+        closing,
+        &mut s.write,
+    );
+    match after {
+        After::Done => {}
+        After::Stream(encoder, kind) => {
+            let pumped = catch_unwind(AssertUnwindSafe(|| {
+                pump(conn.stream(), &mut s.write, encoder, kind, &mut s.sent)
+            }));
+            if !pumped.unwrap_or(false) {
+                http.abort();
+            }
+        }
+        After::Session(encoder, takeover) if shared.parks_sessions() => {
+            return Responded::Left(into_session(shared, conn, http, s, mark, |wake, conn| {
+                Session::start(takeover, encoder, wake, conn, cfg.min_response_rate)
+            }));
+        }
+        After::Session(encoder, takeover) => {
+            // A session lasts as long as its client: a thread of its own, whose waiter is made
+            // before the head goes out (out of descriptors: 503 instead).
+            let Ok(waiter) = Waiter::new().map(Arc::new) else {
+                s.write.truncate(mark);
+                http.write_error(503, &mut s.write);
+                return Responded::Finish(conn);
+            };
+            let session = takeover.start(Start {
+                waker: Box::new(waiter.clone()),
+                peer: conn.peer.clone(),
+                now: Instant::now(),
+                rate: cfg.min_response_rate,
+                encoder,
+            });
+            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+                return Responded::Gone;
+            }
+            let leftover = s.read.filled().to_vec();
+            let (stream, open) = conn.into_parts();
+            detach_session(&shared.control, stream, leftover, session, open, waiter);
+            return Responded::Left(None);
+        }
+        After::Detach(then) => {
+            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+                return Responded::Gone;
+            }
+            let leftover = s.read.filled().to_vec();
+            let (stream, open) = conn.into_parts();
+            detach(&shared.control, stream, leftover, then, open);
+            return Responded::Left(None);
+        }
+    }
+    if http.is_closing() {
+        return Responded::Finish(conn);
+    }
+    if s.write.len() >= cfg.limits.max_pipeline_output
+        && flush(conn.stream(), &mut s.write, &mut s.sent).is_err()
+    {
+        return Responded::Gone;
+    }
+    Responded::Next(conn)
 }
 
 /// Takes the bytes the parker read for `conn` into the worker's buffer (the worker's empty one
@@ -428,63 +537,4 @@ fn into_session<H: Handler>(
     flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
     conn.wait = Wait::Session(Box::new(make(wake, &conn)));
     session::drive(shared, conn, &mut s.read)
-}
-
-/// Writes a streamed body: every piece the core produces goes out at once; a file goes by
-/// `sendfile(2)`.
-fn pump(
-    stream: &mut Stream,
-    out: &mut Vec<u8>,
-    encoder: Encoder,
-    kind: BodyKind,
-    sent: &mut Meter,
-) -> bool {
-    if let BodyKind::File(file, len) = kind {
-        // The head goes first; the bytes bypass the encoder (a file body has a length).
-        return flush(&mut *stream, out, sent).is_ok()
-            && io::send_file(&mut *stream, &file, len, sent);
-    }
-    let mut body = Streaming::new(encoder, kind);
-    loop {
-        let end = body.produce(out);
-        if flush(&mut *stream, out, sent).is_err() {
-            return false;
-        }
-        if let Some(complete) = end {
-            return complete;
-        }
-    }
-}
-
-/// The body reader's view of the socket.
-struct SocketSource<'a> {
-    stream: &'a mut Stream,
-    out: &'a mut Vec<u8>,
-    /// The minimum rate of the output flushed before waiting on the peer.
-    sent: &'a mut Meter,
-    /// The minimum rate of the body.
-    body: Meter,
-    /// Wait for the client (the handler reads); false: take only what has come (a drain).
-    wait: bool,
-}
-
-impl Source for SocketSource<'_> {
-    fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
-        // Responses to earlier pipelined requests go out before we wait on the peer.
-        flush(&mut *self.stream, self.out, self.sent)?;
-        let n = if self.wait {
-            let deadline = self.body.deadline(Instant::now());
-            io::read(&mut *self.stream, buf.spare(0), deadline, None)?
-        } else {
-            io::read_now(&mut *self.stream, buf.spare(0))?.ok_or(std::io::ErrorKind::WouldBlock)?
-        };
-        self.body.moved(Instant::now(), n);
-        buf.filled_by(n);
-        Ok(n)
-    }
-
-    fn send_continue(&mut self) -> std::io::Result<()> {
-        self.out.extend_from_slice(CONTINUE);
-        flush(&mut *self.stream, self.out, self.sent)
-    }
 }

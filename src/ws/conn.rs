@@ -131,16 +131,24 @@ struct Calls {
     handler: Box<dyn WsHandler>,
     sender: WsSender,
     calls: Vec<Call>,
-    panicked: bool,
-    /// `on_close` ran.
-    closed: bool,
+    handler_is: HandlerIs,
+}
+
+/// Where the handler stands, for what may still run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HandlerIs {
+    Live,
+    /// `on_close` ran: nothing more is due.
+    Closed,
+    /// A callback panicked: nothing more runs, and the connection closes with 1011.
+    Panicked,
 }
 
 impl Work for Calls {
     /// True when `on_close` has not run yet: the connection went while the callbacks were on a
     /// worker. Queues it (with no frame) for [`Calls::run`].
     fn close_due(&mut self) -> bool {
-        if self.closed || self.panicked {
+        if self.handler_is != HandlerIs::Live {
             return false;
         }
         self.calls.push(Call::Close(None));
@@ -150,10 +158,12 @@ impl Work for Calls {
     /// Runs the callbacks in order. A panic is logged and stops the rest.
     fn run(&mut self) {
         for call in self.calls.drain(..) {
-            if self.panicked {
+            if self.handler_is == HandlerIs::Panicked {
                 break;
             }
-            self.closed |= matches!(call, Call::Close(_));
+            if matches!(call, Call::Close(_)) {
+                self.handler_is = HandlerIs::Closed;
+            }
             let h = &mut self.handler;
             let ws = &self.sender;
             let ran = catch_unwind(AssertUnwindSafe(|| match call {
@@ -165,8 +175,34 @@ impl Work for Calls {
             }));
             if ran.is_err() {
                 log::error!("websocket handler panicked; closing with 1011");
-                self.panicked = true;
+                self.handler_is = HandlerIs::Panicked;
             }
+        }
+    }
+}
+
+/// Whether `on_close` is still to be queued, and with what.
+#[derive(Debug)]
+enum OnClose {
+    /// Not queued yet: with the close frame we sent, reported if the peer's never comes.
+    Due(Option<CloseFrame>),
+    /// Queued (the peer's close frame came, the connection ended, or a callback panicked).
+    Reported,
+}
+
+impl OnClose {
+    /// We sent `frame`: it is what `on_close` reports unless the peer's comes.
+    fn sent(&mut self, frame: &Option<CloseFrame>) {
+        if let OnClose::Due(_) = self {
+            *self = OnClose::Due(frame.clone());
+        }
+    }
+
+    /// `on_close` is being queued: the frame we sent, if any.
+    fn report(&mut self) -> Option<CloseFrame> {
+        match std::mem::replace(self, OnClose::Reported) {
+            OnClose::Due(frame) => frame,
+            OnClose::Reported => None,
         }
     }
 }
@@ -191,9 +227,7 @@ pub(crate) struct WsConn {
     /// Last time a message (or control frame) arrived.
     last_rx: Instant,
     pinged: bool,
-    /// The close frame we sent, reported to `on_close` if the peer's never comes.
-    sent_close: Option<CloseFrame>,
-    close_reported: bool,
+    on_close: OnClose,
     /// The minimum rate of output while the peer does not take it all.
     rate: Option<MinRate>,
     sent: Meter,
@@ -217,8 +251,7 @@ impl WsConn {
             life: Life::Open,
             last_rx: now,
             pinged: false,
-            sent_close: None,
-            close_reported: false,
+            on_close: OnClose::Due(None),
             rate,
             sent: Meter::new(rate),
         }
@@ -303,9 +336,8 @@ impl WsConn {
                         Message::Close(frame) => {
                             // tungstenite queued the echo; the next flush sends it.
                             self.sender.mark_closed();
-                            let frame = frame.or_else(|| self.sent_close.take());
-                            self.calls.push(Call::Close(frame));
-                            self.close_reported = true;
+                            let sent = self.on_close.report();
+                            self.calls.push(Call::Close(frame.or(sent)));
                         }
                         Message::Frame(_) => {}
                     }
@@ -326,16 +358,15 @@ impl WsConn {
             handler: self.handler.take()?,
             sender: self.sender.clone(),
             calls: std::mem::take(&mut self.calls),
-            panicked: false,
-            closed: false,
+            handler_is: HandlerIs::Live,
         })
     }
 
     /// The callbacks ran (here or on a worker); a panic closes with 1011.
     fn calls_ran(&mut self, calls: Calls, io: &mut WsIo<'_>) {
         self.handler = Some(calls.handler);
-        if calls.panicked {
-            self.close_reported = true;
+        if calls.handler_is == HandlerIs::Panicked {
+            self.on_close = OnClose::Reported;
             self.fail(io, CloseCode::Error, "internal error");
         }
     }
@@ -368,9 +399,9 @@ impl WsConn {
     /// ran. Returns the last callbacks, to run on the pool (or here when `inline`).
     fn last_calls(&mut self, inline: bool) -> Option<Calls> {
         self.sender.mark_closed();
-        if !self.close_reported {
-            self.close_reported = true;
-            self.calls.push(Call::Close(self.sent_close.take()));
+        if let OnClose::Due(_) = self.on_close {
+            let sent = self.on_close.report();
+            self.calls.push(Call::Close(sent));
         }
         if self.calls.is_empty() {
             return None;
@@ -410,7 +441,7 @@ impl WsConn {
             return;
         }
         self.sender.mark_closed();
-        self.sent_close = frame.clone();
+        self.on_close.sent(&frame);
         self.life = Life::Closing(deadline::after(now, self.cfg.close_timeout));
         if let Err(e) = self.ctx.close(io, frame) {
             if !would_block(&e) {
@@ -423,7 +454,7 @@ impl WsConn {
     fn fail(&mut self, io: &mut WsIo<'_>, code: CloseCode, why: &str) {
         let frame = close_frame(code, why);
         if self.life == Life::Open {
-            self.sent_close = Some(frame.clone());
+            self.on_close.sent(&Some(frame.clone()));
             let _ = self.ctx.close(io, Some(frame));
             let _ = self.ctx.flush(io);
         }

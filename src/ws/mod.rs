@@ -7,8 +7,9 @@
 //! - on the thread-pool [`server`](crate::server) the callbacks run as blocking code on the
 //!   pool's workers: between messages the WebSocket is parked in the engine's poller like an idle
 //!   keep-alive connection, so an open WebSocket holds no thread (a callback that blocks holds
-//!   its worker while it does). With [`park_idle(false)`](crate::server::Builder::park_idle)
-//!   each WebSocket has a thread of its own instead;
+//!   its worker while it does). With [`Parking::Off`](crate::server::Parking::Off) or
+//!   [`Parking::Http`](crate::server::Parking::Http) each WebSocket has a thread of its own
+//!   instead;
 //! - on the [`reactor`](crate::reactor) they run on the event loop (inline dispatch) or on the
 //!   worker pool (pool dispatch), and an open WebSocket costs no thread.
 //!

@@ -162,7 +162,10 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
-                .park_idle(engine == Engine::Server);
+                .parking(match engine {
+                    Engine::Server => twinhttp::server::Parking::All,
+                    _ => twinhttp::server::Parking::Off,
+                });
             match on {
                 On::Tcp => b.serve("127.0.0.1:0", handler),
                 On::Unix(path) => b.serve_unix(path, handler),

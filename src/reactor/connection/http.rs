@@ -27,7 +27,7 @@ impl Connection {
         let mut budget = REQUEST_BUDGET;
         // Set when a read in this step came back shorter than the space offered: the socket's
         // receive queue is empty, so the next read would only say EAGAIN. Waiting instead is
-        // safe with level-triggered and oneshot registrations: bytes, or the end of input, left
+        // safe with the loop's level-triggered registrations: bytes, or the end of input, left
         // in the socket (the end may come with the last bytes and only a further read returns
         // it) are reported at the next wait. An edge-triggered registration would not report
         // them again.
@@ -38,9 +38,8 @@ impl Connection {
             }
             // A streamed body, a close or a pool request in flight: nothing more is parsed until
             // it is done, so responses stay in order.
-            if self.streaming.is_some()
-                || self.http.is_closing()
-                || matches!(self.phase, Phase::Dispatched)
+            if self.http.is_closing()
+                || matches!(self.phase, Phase::Streaming(_) | Phase::Dispatched)
             {
                 match self.flush(cx.now) {
                     Ok(true) => {}
@@ -141,14 +140,13 @@ impl Connection {
         answered: Answer,
         cx: &mut Cx<'_, H>,
     ) {
-        self.head = Some(head);
-        self.respond(answered, cx);
+        self.respond(head, answered, cx);
     }
 
     /// Produces the next piece of a streamed body into the (empty) output; true when it did
     /// something, so the caller flushes and comes back.
     fn stream_step(&mut self) -> bool {
-        let Some(st) = self.streaming.as_mut() else {
+        let Phase::Streaming(st) = &mut self.phase else {
             return false;
         };
         let out = self
@@ -158,14 +156,14 @@ impl Connection {
         match produced {
             Ok(None) => {}
             Ok(Some(complete)) => {
-                self.streaming = None;
+                self.phase = Phase::Head;
                 if !complete {
                     self.http.abort();
                 }
             }
             Err(_) => {
                 log::error!("response body panicked; closing the connection");
-                self.streaming = None;
+                self.phase = Phase::Head;
                 self.http.abort();
             }
         }
@@ -182,15 +180,19 @@ impl Connection {
         }
         match &mut self.phase {
             Phase::Head => {
-                let head = self.head.get_or_insert_with(|| cx.pools.head());
-                match self.http.recv_head(buf, head, &cx.cfg.limits) {
-                    Ok(None) => Step::NeedInput,
+                let mut head = cx.pools.head();
+                match self.http.recv_head(buf, &mut head, &cx.cfg.limits) {
+                    Ok(None) => {
+                        cx.pools.give_head(head);
+                        Step::NeedInput
+                    }
                     Err(e) => {
+                        cx.pools.give_head(head);
                         self.http
                             .write_error(e.status(), Self::out(&mut self.write, cx.pools));
                         Step::Progress
                     }
-                    Ok(Some(decoder)) if decoder.is_done() => self.dispatch(Vec::new(), cx),
+                    Ok(Some(decoder)) if decoder.is_done() => self.dispatch(head, Vec::new(), cx),
                     Ok(Some(decoder)) => {
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
@@ -199,6 +201,7 @@ impl Connection {
                         }
                         self.since = cx.now;
                         self.phase = Phase::Body {
+                            head,
                             decoder,
                             body: Vec::new(),
                             meter: Meter::new(cx.cfg.min_request_body_rate),
@@ -211,6 +214,7 @@ impl Connection {
                 decoder,
                 body,
                 meter,
+                ..
             } => {
                 let input = buf.filled();
                 match decoder.decode(input, usize::MAX) {
@@ -225,8 +229,10 @@ impl Connection {
                         meter.moved(cx.now, d.consumed);
                         self.since = cx.now;
                         if decoder.is_done() {
-                            let body = std::mem::take(body);
-                            self.dispatch(body, cx)
+                            match std::mem::replace(&mut self.phase, Phase::Head) {
+                                Phase::Body { head, body, .. } => self.dispatch(head, body, cx),
+                                _ => Step::NeedInput,
+                            }
                         } else if d.consumed == 0 {
                             Step::NeedInput
                         } else {
@@ -235,18 +241,22 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched | Phase::Session(_) | Phase::Detach(_) | Phase::Linger(_) => {
-                Step::NeedInput
-            }
+            Phase::Dispatched
+            | Phase::Streaming(_)
+            | Phase::Session(_)
+            | Phase::Detach(_)
+            | Phase::Linger(_) => Step::NeedInput,
         }
     }
 
     /// Runs the handler inline, or hands the request to the pool.
-    fn dispatch<H: Handler>(&mut self, body: Vec<u8>, cx: &mut Cx<'_, H>) -> Step {
+    fn dispatch<H: Handler>(
+        &mut self,
+        head: Box<RequestHead>,
+        body: Vec<u8>,
+        cx: &mut Cx<'_, H>,
+    ) -> Step {
         if let Some(pool) = cx.pool {
-            let Some(head) = self.head.take() else {
-                return Step::NeedInput;
-            };
             self.phase = Phase::Dispatched;
             pool.send(Job::Http {
                 key: cx.key,
@@ -257,32 +267,29 @@ impl Connection {
             });
             return Step::Progress;
         }
-        let Some(head) = self.head.as_deref() else {
-            return Step::NeedInput;
-        };
-        let answered = answer(cx.handler, head, &mut &body[..], self.peer.as_ref());
-        self.respond(answered, cx);
+        let answered = answer(cx.handler, &head, &mut &body[..], self.peer.as_ref());
+        self.respond(head, answered, cx);
         Step::Answered
     }
 
-    /// Queues the response to the current request.
-    fn respond<H>(&mut self, answered: Answer, cx: &mut Cx<'_, H>) {
+    /// Queues the response to the request of `head` (which goes back to the pool).
+    fn respond<H>(&mut self, head: Box<RequestHead>, answered: Answer, cx: &mut Cx<'_, H>) {
         let out = Self::out(&mut self.write, cx.pools);
-        let Some(head) = self.head.as_deref() else {
-            return;
-        };
         let closing = cx.closing || answered.panicked;
         self.sent = Meter::new(cx.cfg.min_response_rate);
         self.phase = Phase::Head;
         self.served += 1;
         self.since = cx.now;
-        match self
+        let after = self
             .http
-            .write_response(head, answered.response, true, closing, out)
-        {
+            .write_response(&head, answered.response, true, closing, out);
+        cx.pools.give_head(head);
+        match after {
             After::Done => {}
             // A file is read in pieces on the loop, like any sized reader.
-            After::Stream(encoder, body) => self.streaming = Some(Streaming::new(encoder, body)),
+            After::Stream(encoder, body) => {
+                self.phase = Phase::Streaming(Streaming::new(encoder, body));
+            }
             After::Session(encoder, takeover) => {
                 let session = takeover.start(Start {
                     waker: self.waker(cx),
@@ -344,11 +351,8 @@ impl Connection {
             if let Some(b) = self.read.take() {
                 pools.give_read(b);
             }
-            if let Some(h) = self.head.take() {
-                pools.give_head(h);
-            }
         }
-        if self.write.as_ref().is_some_and(Vec::is_empty) && self.streaming.is_none() {
+        if self.write.as_ref().is_some_and(Vec::is_empty) {
             if let Some(b) = self.write.take() {
                 pools.give_write(b);
             }

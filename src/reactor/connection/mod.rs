@@ -67,12 +67,17 @@ enum Phase {
     Head,
     /// Reading a request body into memory before dispatch, at no less than the minimum rate.
     Body {
+        head: Box<RequestHead>,
         decoder: Decoder,
         body: Vec<u8>,
         meter: Meter,
     },
-    /// The request is with a pool worker; nothing is read until its response is back.
+    /// The request (its head and body) is with a pool worker; nothing is read until its
+    /// response is back.
     Dispatched,
+    /// The response's body is produced and written as the socket takes it; nothing more is
+    /// parsed until it is done, so responses stay in order.
+    Streaming(Streaming),
     /// A session took the connection over (a WebSocket after its 101, an event stream after
     /// its head).
     Session(Box<dyn Session>),
@@ -105,8 +110,6 @@ pub(crate) struct Connection {
     written: usize,
     /// The minimum rate of the response being written.
     sent: Meter,
-    head: Option<Box<RequestHead>>,
-    streaming: Option<Streaming>,
     /// Start of the current wait: accept, the last response, or the last body progress.
     since: Instant,
     /// When the first byte of the head being read arrived.
@@ -148,8 +151,6 @@ impl Connection {
             written: 0,
             // Also bounds an error answered before any response (reset for each response).
             sent: Meter::new(cfg.min_response_rate),
-            head: None,
-            streaming: None,
             since: now,
             head_start: now,
             served: 0,
@@ -172,7 +173,6 @@ impl Connection {
         matches!(self.phase, Phase::Head)
             && self.read.as_ref().is_none_or(ReadBuf::is_empty)
             && self.write.as_ref().is_none_or(Vec::is_empty)
-            && self.streaming.is_none()
     }
 
     /// Runs the connection as far as it can go without blocking. Pipelined responses are
@@ -196,9 +196,6 @@ impl Connection {
         }
         if let Some(b) = self.write.take() {
             cx.pools.give_write(b);
-        }
-        if let Some(h) = self.head.take() {
-            cx.pools.give_head(h);
         }
         match &mut self.phase {
             Phase::Session(_) => self.drive_session(cx),
@@ -225,14 +222,12 @@ impl Connection {
                 return true;
             }
             Phase::Head | Phase::Body { .. } => {}
-            Phase::Dispatched | Phase::Detach(_) | Phase::Linger(_) => {
+            Phase::Dispatched | Phase::Streaming(_) | Phase::Detach(_) | Phase::Linger(_) => {
                 self.release_all(pools);
                 return false;
             }
         }
-        let receiving = self.streaming.is_none()
-            && !self.http.is_closing()
-            && self.write.as_ref().is_none_or(Vec::is_empty);
+        let receiving = !self.http.is_closing() && self.write.as_ref().is_none_or(Vec::is_empty);
         if receiving {
             let started = matches!(self.phase, Phase::Body { .. })
                 || self.read.as_ref().is_some_and(|b| !b.is_empty());
@@ -255,9 +250,6 @@ impl Connection {
         if let Some(b) = self.write.take() {
             pools.give_write(b);
         }
-        if let Some(h) = self.head.take() {
-            pools.give_head(h);
-        }
     }
 
     pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant, cfg: &Config) -> Next {
@@ -273,7 +265,7 @@ impl Connection {
                         deadline: linger.deadline(),
                     };
                 }
-                Phase::Dispatched | Phase::Session(_) | Phase::Detach(_) => {
+                Phase::Dispatched | Phase::Streaming(_) | Phase::Session(_) | Phase::Detach(_) => {
                     return Next::Wait {
                         read,
                         write,
