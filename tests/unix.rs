@@ -112,6 +112,19 @@ fn a_listener_the_caller_bound(engine: Engine) {
     drop(srv);
 }
 
+/// Starts (and at once drops) a server of `engine` on the socket path: whether it could bind.
+fn serve_unix(engine: Engine, path: &std::path::Path) -> Result<(), twinhttp::Error> {
+    match engine {
+        #[cfg(feature = "server")]
+        Engine::Server | Engine::ServerNoPark => twinhttp::server::Server::builder()
+            .serve_unix(path, app)
+            .map(drop),
+        _ => twinhttp::reactor::Reactor::builder()
+            .serve_unix(path, app)
+            .map(drop),
+    }
+}
+
 /// A socket file left by a server that is gone is replaced; one a live server listens on is not.
 fn stale_and_live_socket_files(engine: Engine) {
     let path = socket_path("stale", engine);
@@ -124,16 +137,7 @@ fn stale_and_live_socket_files(engine: Engine) {
             .status,
         200
     );
-    let second = match engine {
-        #[cfg(feature = "server")]
-        Engine::Server | Engine::ServerNoPark => twinhttp::server::Server::builder()
-            .serve_unix(&path, app)
-            .map(drop),
-        _ => twinhttp::reactor::Reactor::builder()
-            .serve_unix(&path, app)
-            .map(drop),
-    };
-    let err = second.expect_err("a live server's socket is not taken over");
+    let err = serve_unix(engine, &path).expect_err("a live server's socket is not taken over");
     assert!(err.is_io(), "{err:?}");
     // The first server still answers.
     assert_eq!(
@@ -143,6 +147,19 @@ fn stale_and_live_socket_files(engine: Engine) {
         200
     );
     srv.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
+/// A file at the path that is not a socket is never replaced.
+fn a_regular_file_is_not_replaced(engine: Engine) {
+    let path = socket_path("file", engine);
+    std::fs::write(&path, b"keep me").expect("write a file");
+    let err = serve_unix(engine, &path).expect_err("a regular file is not a stale socket");
+    assert!(err.is_io(), "{err:?}");
+    assert_eq!(
+        std::fs::read(&path).expect("the file is still there"),
+        b"keep me"
+    );
+    let _ = std::fs::remove_file(&path);
 }
 
 /// The engine reports where it listens.
@@ -175,6 +192,7 @@ engine_tests!(
     event_stream,
     a_listener_the_caller_bound,
     stale_and_live_socket_files,
+    a_regular_file_is_not_replaced,
     the_address_is_the_path,
 );
 

@@ -31,7 +31,20 @@ fn ws_app(req: &mut Request<'_>) -> Response {
     let path = req.path().to_owned();
     let upgrade = match req.upgrade_websocket() {
         Ok(u) => u,
-        Err(refusal) if path != "/raw" => return refusal,
+        Err(refusal) if path != "/raw" && path != "/raw-tcp" => return refusal,
+        Err(_) if path == "/raw-tcp" => {
+            // The socket type back from the transport: a TCP stream, with the early bytes.
+            return Response::upgrade("x-echo", |up| match up.into_stream::<TcpStream>() {
+                Ok((mut tcp, early)) => {
+                    let clone = tcp.try_clone().map(|_| "tcp:").unwrap_or("no clone:");
+                    let _ = tcp.write_all(clone.as_bytes());
+                    let _ = tcp.write_all(&early);
+                }
+                Err(mut up) => {
+                    let _ = up.write_all(b"not tcp");
+                }
+            });
+        }
         Err(_) => {
             return Response::upgrade("x-echo", |mut up| {
                 let mut buf = [0u8; 1024];
@@ -603,6 +616,16 @@ fn generic_upgrade_and_blocking_websocket(engine: Engine) {
         b"GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: x-echo\r\n\r\n",
     );
     assert_eq!(raw.status, 426);
+    // The handler can take the TCP stream itself out of the upgraded connection.
+    let mut s = connect(srv.addr);
+    s.write_all(
+        b"GET /raw-tcp HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-echo\r\n\r\nearly",
+    )
+    .expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).expect("read to the end");
+    assert_eq!(rest, "tcp:early");
 
     let mut ws = client(srv.addr, "/blocking");
     ws.send(Message::text("own loop")).expect("send");

@@ -151,9 +151,9 @@ pub(crate) trait Session: Send {
     fn take_work(&mut self) -> Option<Box<dyn Work>>;
     /// The callbacks came back from a worker.
     fn put_back(&mut self, work: Box<dyn Work>, io: &mut Io<'_>);
-    /// Whether unread input left in the read buffer belongs to it (an event stream reads
-    /// nothing from its client).
-    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    /// Whether it reads its client's input through the read buffer (a WebSocket), so that unread
+    /// bytes left there belong to it; an event stream only watches for the end of its client's
+    /// input and is driven with an empty buffer.
     fn keeps_input(&self) -> bool;
 }
 

@@ -157,15 +157,36 @@ impl AsFd for Listener {
     }
 }
 
+/// True when connecting to the socket at `path` is refused: nobody listens there. The connect is
+/// non-blocking, so a live server with a full backlog (`WouldBlock`) counts as listening rather
+/// than hanging the caller.
+fn nobody_listens(path: &Path) -> bool {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let Ok(sock) = Socket::new(Domain::UNIX, Type::STREAM, None) else {
+        return false;
+    };
+    let Ok(addr) = SockAddr::unix(path) else {
+        return false;
+    };
+    sock.set_nonblocking(true).is_ok()
+        && sock
+            .connect(&addr)
+            .is_err_and(|e| e.kind() == io::ErrorKind::ConnectionRefused)
+}
+
 impl Listener {
     /// Binds a Unix domain socket at `path`. A socket file left there by a server that is gone
-    /// (connecting to it is refused) is replaced; one a live server listens on is not.
+    /// (connecting to it is refused) is replaced; one a live server listens on, and any file
+    /// that is not a socket, is not (`AddrInUse`).
     pub(crate) fn bind_unix(path: &Path) -> io::Result<Listener> {
         match UnixListener::bind(path) {
             Ok(l) => Ok(Listener::Unix(l)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
-                let stale = UnixStream::connect(path)
-                    .is_err_and(|c| c.kind() == io::ErrorKind::ConnectionRefused);
+                // Only a socket file nobody listens on is replaced: never a regular file, a
+                // directory or a symbolic link (the path is not followed).
+                let is_socket = std::fs::symlink_metadata(path)
+                    .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+                let stale = is_socket && nobody_listens(path);
                 if !stale {
                     return Err(e);
                 }

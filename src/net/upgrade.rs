@@ -1,6 +1,7 @@
 //! Connections that leave the engine for a thread of their own after a generic upgrade (both
 //! engines).
 
+use std::any::Any;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -34,6 +35,23 @@ impl Upgraded {
         let mut rest = self.leftover;
         rest.drain(..self.pos);
         (self.stream, rest)
+    }
+
+    /// The transport as the type it is (a [`TcpStream`](std::net::TcpStream), a
+    /// [`UnixStream`](std::os::unix::net::UnixStream)), blocking, with the bytes already read
+    /// from it but not yet consumed; `Err(self)` when it is another transport.
+    pub fn into_stream<T: Transport>(self) -> Result<(T, Vec<u8>), Upgraded> {
+        let any: &dyn Any = &*self.stream;
+        if !any.is::<T>() {
+            return Err(self);
+        }
+        let (stream, rest) = self.into_parts();
+        let any: Box<dyn Any> = stream;
+        match any.downcast::<T>() {
+            Ok(t) => Ok((*t, rest)),
+            // Checked above: a `T`.
+            Err(_) => unreachable!("the transport was checked to be a T"),
+        }
     }
 
     /// The transport (reading from it directly skips any buffered bytes).

@@ -212,7 +212,12 @@ impl Connection {
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
         match &mut self.phase {
             Phase::Session(session) => {
-                let buf = self.read.get_or_insert_with(|| pools.ws_read());
+                // A session that reads nothing (an event stream) is lent no buffer.
+                let mut none = ReadBuf::with_len(0);
+                let buf = match session.keeps_input() {
+                    true => self.read.get_or_insert_with(|| pools.ws_read()),
+                    false => &mut none,
+                };
                 let mut io = Io {
                     stream: self.socket.get_mut(),
                     buf,

@@ -47,7 +47,12 @@ impl Connection {
             Some(_) => Callbacks::Pool,
             None => Callbacks::Inline,
         };
-        let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
+        // A session that reads nothing (an event stream) is lent no buffer.
+        let mut none = ReadBuf::with_len(0);
+        let buf = match session.keeps_input() {
+            true => self.read.get_or_insert_with(|| cx.pools.ws_read()),
+            false => &mut none,
+        };
         let mut io = Io {
             stream: self.socket.get_mut(),
             buf,
@@ -111,7 +116,12 @@ impl Connection {
         let Phase::Session(session) = &mut self.phase else {
             return Next::Close;
         };
-        let buf = self.read.get_or_insert_with(|| cx.pools.ws_read());
+        // A session that reads nothing (an event stream) is lent no buffer.
+        let mut none = ReadBuf::with_len(0);
+        let buf = match session.keeps_input() {
+            true => self.read.get_or_insert_with(|| cx.pools.ws_read()),
+            false => &mut none,
+        };
         let mut io = Io {
             stream: self.socket.get_mut(),
             buf,
