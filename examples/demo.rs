@@ -137,6 +137,7 @@ fn routes_page() -> String {
 }
 
 fn main() {
+    support::init_logger();
     let args = support::Args::parse();
     let running = args.serve(demo);
     eprintln!(
@@ -144,5 +145,5 @@ fn main() {
         running.url(),
         args.label()
     );
-    running.wait();
+    running.until_signal("demo");
 }

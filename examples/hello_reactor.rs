@@ -15,6 +15,7 @@ fn hello(req: &mut Request<'_>) -> Response {
 }
 
 fn main() {
+    support::init_logger();
     let mut args = support::Args::parse();
     args.engine = "reactor".to_owned();
     let running = args.serve(hello);
@@ -23,5 +24,5 @@ fn main() {
         running.local_addr(),
         args.label()
     );
-    running.wait();
+    running.until_signal("hello_reactor");
 }

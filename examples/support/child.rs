@@ -32,9 +32,11 @@ impl ChildServer {
     pub fn spawn(mut cmd: Command) -> ChildServer {
         let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn server");
         let mut line = String::new();
-        BufReader::new(child.stderr.take().expect("stderr"))
-            .read_line(&mut line)
-            .expect("address line");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        stderr.read_line(&mut line).expect("address line");
+        // The rest of its log is read and dropped, so that the server never writes to a closed
+        // pipe (nor blocks on a full one).
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let addr = line
             .split("http://")
             .nth(1)

@@ -1,0 +1,69 @@
+//! The examples shut down gracefully on SIGINT and SIGTERM, on every engine configuration: a
+//! request under way is answered, then the process exits 0 within two seconds.
+#![cfg(feature = "server")]
+#[path = "../examples/support/child.rs"]
+#[allow(dead_code)]
+mod child;
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process};
+use support::Client;
+
+const CONFIGS: [&[&str]; 4] = [
+    &["--engine", "server"],
+    &["--engine", "server", "--no-park"],
+    &["--engine", "reactor", "--dispatch", "inline"],
+    &["--engine", "reactor", "--dispatch", "pool"],
+];
+
+fn graceful(signal: Signal, flags: &[&str]) {
+    let mut cmd = Command::new(child::example_for_test("demo"));
+    cmd.args(["--addr", "127.0.0.1:0"]).args(flags);
+    let mut server = child::ChildServer::spawn(cmd);
+    let mut c = Client::new(server.addr);
+    // A request under way when the signal comes: its `100 Continue` shows that the server holds
+    // it (the reactor sends it once the head is parsed, the server engine once the handler reads
+    // the body), and its body is sent only after the signal.
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let interim = c.read_response(false).expect("100 Continue");
+    assert_eq!(interim.status, 100, "{flags:?}");
+    kill_process(Pid::from_child(&server.child), signal).expect("signal the example");
+    c.send(b"hello");
+    let r = c.response();
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "hello"),
+        "{flags:?}: the request under way is answered"
+    );
+    assert!(c.is_closed(), "{flags:?}: then the connection closes");
+    // The process ends by itself, with status 0 (polled: a child's exit raises no event here).
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().expect("wait for the example") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{flags:?}: still running 2 s after {signal:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{flags:?}: {status:?}");
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully() {
+    for flags in CONFIGS {
+        graceful(Signal::TERM, flags);
+    }
+}
+
+#[test]
+fn sigint_shuts_down_gracefully() {
+    for flags in CONFIGS {
+        graceful(Signal::INT, flags);
+    }
+}
