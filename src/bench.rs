@@ -3,10 +3,11 @@
 use std::io::{self, Read};
 
 use crate::handler::answer;
-use crate::http::body::{BodyReader, Decoder, Source};
+use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Conn;
 use crate::http::parse::parse_head;
+use crate::http::reader::{BodyReader, Source};
 use crate::http::request::{BodyFraming, RequestHead};
 use crate::{Handler, Limits};
 

@@ -38,6 +38,11 @@ impl Error {
         Error { kind, io: None }
     }
 
+    // The streamed body reader is the server engine's (and the core benches').
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals", test)),
+        allow(dead_code)
+    )]
     pub(crate) fn parse(err: ParseError) -> Self {
         match err {
             ParseError::BodyTooLarge => Error::new(ErrorKind::BodyTooLarge),
@@ -81,6 +86,10 @@ impl Error {
     }
 
     /// Wraps this error in an [`io::Error`] of the matching [`io::ErrorKind`], for `Read` impls.
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals", test)),
+        allow(dead_code)
+    )]
     pub(crate) fn into_io(self) -> io::Error {
         if let Some(e) = self.io {
             return e;

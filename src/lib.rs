@@ -62,6 +62,9 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// Entry points into the core for this crate's own criterion benches (feature
+/// `bench-internals`): not part of the API.
+#[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench;
 mod deadline;

@@ -12,13 +12,6 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process};
 use support::Client;
 
-const CONFIGS: [&[&str]; 4] = [
-    &["--engine", "server"],
-    &["--engine", "server", "--no-park"],
-    &["--engine", "reactor", "--dispatch", "inline"],
-    &["--engine", "reactor", "--dispatch", "pool"],
-];
-
 fn graceful(signal: Signal, flags: &[&str]) {
     let mut cmd = Command::new(child::example_for_test("demo"));
     cmd.args(["--addr", "127.0.0.1:0"]).args(flags);
@@ -56,14 +49,14 @@ fn graceful(signal: Signal, flags: &[&str]) {
 
 #[test]
 fn sigterm_shuts_down_gracefully() {
-    for flags in CONFIGS {
+    for flags in child::EVERY_CONFIGURATION {
         graceful(Signal::TERM, flags);
     }
 }
 
 #[test]
 fn sigint_shuts_down_gracefully() {
-    for flags in CONFIGS {
+    for flags in child::EVERY_CONFIGURATION {
         graceful(Signal::INT, flags);
     }
 }

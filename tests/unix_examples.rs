@@ -14,13 +14,6 @@ use std::time::Duration;
 
 use support::Client;
 
-const CONFIGS: [&[&str]; 4] = [
-    &["--engine", "server"],
-    &["--engine", "server", "--no-park"],
-    &["--engine", "reactor", "--dispatch", "inline"],
-    &["--engine", "reactor", "--dispatch", "pool"],
-];
-
 /// An example binary serving on a Unix socket; killed (by PID) when dropped.
 struct OnSocket {
     child: Child,
@@ -105,7 +98,7 @@ fn event_ids(path: &Path) -> Vec<String> {
 
 #[test]
 fn hello_serves_http_and_websocket_on_a_unix_socket() {
-    for flags in CONFIGS {
+    for flags in child::EVERY_CONFIGURATION {
         let s = OnSocket::start("hello", flags);
         hello_world(&s.path);
         websocket_echo(&s.path, "/ws");
@@ -114,7 +107,7 @@ fn hello_serves_http_and_websocket_on_a_unix_socket() {
 
 #[test]
 fn demo_serves_http_websocket_and_events_on_a_unix_socket() {
-    for flags in CONFIGS {
+    for flags in child::EVERY_CONFIGURATION {
         let s = OnSocket::start("demo", flags);
         hello_world(&s.path);
         websocket_echo(&s.path, "/ws");
@@ -124,7 +117,7 @@ fn demo_serves_http_websocket_and_events_on_a_unix_socket() {
 
 #[test]
 fn ws_echo_serves_websocket_on_a_unix_socket() {
-    for flags in CONFIGS {
+    for flags in child::EVERY_CONFIGURATION {
         let s = OnSocket::start("ws_echo", flags);
         websocket_echo(&s.path, "/");
     }

@@ -5,6 +5,14 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
+/// The example flags of every engine configuration, for tests that run an example on each.
+pub const EVERY_CONFIGURATION: [&[&str]; 4] = [
+    &["--engine", "server"],
+    &["--engine", "server", "--no-park"],
+    &["--engine", "reactor", "--dispatch", "inline"],
+    &["--engine", "reactor", "--dispatch", "pool"],
+];
+
 /// A server started as a child process; killed (by PID) with [`ChildServer::stop`].
 pub struct ChildServer {
     pub child: Child,

@@ -552,8 +552,7 @@ mod proptests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::http::body::BodyReader;
-    use crate::http::body::Source;
+    use crate::http::reader::{BodyReader, Source};
     use std::io::Read;
 
     struct Fed<'a>(&'a [u8]);

@@ -8,6 +8,8 @@ pub(crate) mod date;
 pub(crate) mod file;
 pub(crate) mod linger;
 pub(crate) mod parse;
+#[cfg(any(feature = "server", feature = "bench-internals", test))]
+pub(crate) mod reader;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod session;

@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
-use crate::http::body::Source;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{CONTINUE, Encoder};
+use crate::http::reader::Source;
 use crate::http::response::BodyKind;
 use crate::http::stream::Streaming;
 use crate::net::io::{self, flush};

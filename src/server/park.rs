@@ -228,6 +228,12 @@ impl Parker {
             drop(parked);
             return Parking::Refused(conn);
         }
+        // A session a worker was running when the shutdown sweep took every parked connection
+        // has not acted on it yet: it runs once more (nothing would wake it before its next timer).
+        if parked.stopping && conn.session().is_some_and(|s| !s.has_shut_down()) {
+            drop(parked);
+            return Parking::Ready(conn);
+        }
         // Nothing that holds a ticket may be dropped before `parked` is unlocked.
         let (conn, key) = match conn.ticket_key() {
             Some(key) => {

@@ -25,6 +25,9 @@ pub(crate) struct Session {
     unread: Option<ReadBuf>,
     /// How the last turn ended.
     turn: Turn,
+    /// A turn has acted on the server's shutdown (a WebSocket's 1001, the end of an event
+    /// stream); until then the parker does not take it back while shutting down.
+    shut_down: bool,
 }
 
 /// How a session's turn ended.
@@ -58,7 +61,13 @@ impl Session {
             conn,
             unread: None,
             turn: Turn::Wait { deadline: None },
+            shut_down: false,
         }
+    }
+
+    /// A turn has acted on the server's shutdown.
+    pub(crate) fn has_shut_down(&self) -> bool {
+        self.shut_down
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
@@ -98,6 +107,7 @@ pub(crate) fn drive<H: Handler>(
     let now = Instant::now();
     if shared.control.is_shutting_down() {
         session.conn.shutdown(&mut io, now);
+        session.shut_down = true;
     }
     if session.deadline().is_some_and(|d| d <= now) {
         session.conn.expire(&mut io, now);
