@@ -63,8 +63,8 @@ fn ticker() {
 }
 
 fn demo(req: &mut Request<'_>) -> Response {
-    let path = req.path().to_owned();
-    match (req.method(), path.as_str()) {
+    // The accessors return the request's own data, so the body can be read while they are held.
+    match (req.method(), req.path()) {
         ("GET" | "HEAD", "/") => Response::text("Hello, World!"),
         ("POST", "/echo") => match req.read_body() {
             Ok(body) => Response::new(200)

@@ -193,29 +193,50 @@ impl<'a> Request<'a> {
 
     /// The `Last-Event-ID` field: the id of the last server-sent event a reconnecting client
     /// received (see [`Response::event_stream`](crate::Response::event_stream)).
-    pub fn last_event_id(&self) -> Option<&str> {
+    pub fn last_event_id(&self) -> Option<&'a str> {
         self.head.header("last-event-id")
     }
 
     /// The method, e.g. `"GET"`.
-    pub fn method(&self) -> &str {
+    ///
+    /// This and the other accessors return data that lives as long as the request, not a
+    /// borrow of it, so the body can be read while they are held:
+    ///
+    /// ```
+    /// use twinhttp::{Request, Response};
+    ///
+    /// fn upload(req: &mut Request<'_>) -> Response {
+    ///     let (method, path) = (req.method(), req.path());
+    ///     let accepts: Vec<&str> = req.header_all("accept").collect();
+    ///     let fields = req.headers().count();
+    ///     match req.read_body() {
+    ///         Ok(body) => Response::text(format!(
+    ///             "{method} {path}: {} bytes, {fields} fields, accepts {accepts:?}",
+    ///             body.len()
+    ///         )),
+    ///         Err(_) => Response::new(400),
+    ///     }
+    /// }
+    /// # let _ = upload;
+    /// ```
+    pub fn method(&self) -> &'a str {
         self.head.method()
     }
 
     /// The request-target as sent, e.g. `"/search?q=rust"`.
-    pub fn target(&self) -> &str {
+    pub fn target(&self) -> &'a str {
         self.head.target()
     }
 
     /// The path: the target up to any `?`, e.g. `"/search"`, with scheme and authority removed
     /// from an absolute-form target (`http://example.com/search` → `"/search"`). Not
     /// percent-decoded.
-    pub fn path(&self) -> &str {
+    pub fn path(&self) -> &'a str {
         self.head.path()
     }
 
     /// The target after the first `?`, if any. Not percent-decoded.
-    pub fn query(&self) -> Option<&str> {
+    pub fn query(&self) -> Option<&'a str> {
         self.head.query()
     }
 
@@ -225,18 +246,28 @@ impl<'a> Request<'a> {
     }
 
     /// The first header field with this name (case-insensitive), if its value is UTF-8.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&'a str> {
         self.head.header(name)
     }
 
     /// The first header field with this name (case-insensitive), as raw bytes.
-    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+    pub fn header_bytes(&self, name: &str) -> Option<&'a [u8]> {
         self.head.header_bytes(name)
     }
 
     /// Every header field in order, names as sent, values as raw bytes.
-    pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.head.headers_raw()
+    pub fn headers(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + use<'a> {
+        let head: &'a RequestHead = self.head;
+        head.headers_raw()
+    }
+
+    /// Every value of the fields with this name (case-insensitive), in order, that is UTF-8
+    /// (a repeated field such as `Accept` or `Cookie`; [`Request::header`] gives the first).
+    pub fn header_all<'n>(&self, name: &'n str) -> impl Iterator<Item = &'a str> + use<'a, 'n> {
+        let head: &'a RequestHead = self.head;
+        head.headers_raw()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .filter_map(|(_, v)| std::str::from_utf8(v).ok())
     }
 
     /// The declared body length, if the request has a `Content-Length` (0 for no body).
@@ -311,6 +342,21 @@ mod tests {
     use super::*;
     use crate::Limits;
     use crate::http::parse::parse_head;
+
+    #[test]
+    fn every_value_of_a_repeated_field_in_order() {
+        let raw = b"GET / HTTP/1.1\r\nHost: h\r\nAccept: text/html\r\nX-Other: 1\r\naccept: application/json\r\nACCEPT: \xff\r\n\r\n";
+        let mut head = RequestHead::default();
+        let parsed = parse_head(raw, &Limits::default(), &mut head);
+        assert!(matches!(parsed, Ok(Some(_))), "{parsed:?}");
+        let mut body: &[u8] = b"";
+        let req = Request::new(&head, &mut body, None);
+        let all: Vec<&str> = req.header_all("Accept").collect();
+        // Case-insensitive, in order; a value that is not UTF-8 is left out.
+        assert_eq!(all, ["text/html", "application/json"]);
+        assert_eq!(req.header("accept"), Some("text/html"));
+        assert_eq!(req.headers().count(), 5);
+    }
 
     #[test]
     fn target_forms() {

@@ -220,8 +220,7 @@ pub fn echo_websocket(req: &mut Request<'_>) -> Response {
 
 /// The test application: the demo's routes, plus a few for edge cases.
 pub fn app(req: &mut Request<'_>) -> Response {
-    let path = req.path().to_owned();
-    match path.as_str() {
+    match req.path() {
         "/" => Response::text("Hello, World!"),
         "/echo" => match req.read_body() {
             Ok(b) => Response::new(200).with_body(b),
