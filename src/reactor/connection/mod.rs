@@ -24,7 +24,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
-use crate::http::session::{Io, Reads, Session};
+use crate::http::session::Session;
 use crate::http::stream::Streaming;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
@@ -207,23 +207,13 @@ impl Connection {
         matches!(self.phase, Phase::Session(_) | Phase::Detach(_))
     }
 
-    /// A deadline passed. A session handles its own timers (true: drive it again). For HTTP the core decides: a request under way gets `408` and
-    /// a lingering close (true: drive it to write that and linger); otherwise it closes (false).
+    /// A deadline passed. A session handles its own timers (true: drive it again). For HTTP the
+    /// core decides: a request under way gets `408` and a lingering close (true: drive it to
+    /// write that and linger); otherwise it closes (false).
     pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
         match &mut self.phase {
-            Phase::Session(session) => {
-                // A session that reads nothing (an event stream) is lent no buffer.
-                let mut none = ReadBuf::with_len(0);
-                let buf = match session.keeps_input() {
-                    true => self.read.get_or_insert_with(|| pools.ws_read()),
-                    false => &mut none,
-                };
-                let mut io = Io {
-                    stream: self.socket.get_mut(),
-                    buf,
-                    reads: Reads::UntilWouldBlock,
-                };
-                session.expire(&mut io, now);
+            Phase::Session(_) => {
+                self.on_session(pools, |session, io| session.expire(io, now));
                 return true;
             }
             Phase::Head | Phase::Body { .. } => {}

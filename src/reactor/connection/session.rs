@@ -8,7 +8,7 @@ use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
-use crate::http::session::{self, Callbacks, Io, Reads, Wake, Work};
+use crate::http::session::{self, Callbacks, Io, Reads, Session, Wake, Work};
 use crate::net::transport::Stream;
 use crate::net::upgrade::Upgraded;
 use crate::reactor::inbox::Inbox;
@@ -39,18 +39,20 @@ impl Wake for LoopWake {
 }
 
 impl Connection {
-    pub(super) fn drive_session<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+    /// Runs `f` on this connection's session with its I/O: the socket, and the loop's read
+    /// buffer for a session that reads (an event stream is lent none), given back once empty so
+    /// that an idle session holds none. `None` when the connection is not a session.
+    pub(super) fn on_session<T>(
+        &mut self,
+        pools: &mut Pools,
+        f: impl FnOnce(&mut dyn Session, &mut Io<'_>) -> T,
+    ) -> Option<T> {
         let Phase::Session(session) = &mut self.phase else {
-            return Next::Close;
+            return None;
         };
-        let callbacks = match cx.pool {
-            Some(_) => Callbacks::Pool,
-            None => Callbacks::Inline,
-        };
-        // A session that reads nothing (an event stream) is lent no buffer.
         let mut none = ReadBuf::with_len(0);
         let buf = match session.keeps_input() {
-            true => self.read.get_or_insert_with(|| cx.pools.ws_read()),
+            true => self.read.get_or_insert_with(|| pools.ws_read()),
             false => &mut none,
         };
         let mut io = Io {
@@ -58,43 +60,51 @@ impl Connection {
             buf,
             reads: Reads::UntilWouldBlock,
         };
-        if cx.closing {
-            session.shutdown(&mut io, cx.now);
-        }
-        let next = session.drive(&mut io, cx.now, callbacks);
-        // An idle session holds no read buffer.
+        let out = f(&mut **session, &mut io);
         if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
             if let Some(b) = self.read.take() {
-                cx.pools.give_read(b);
+                pools.give_read(b);
             }
         }
+        Some(out)
+    }
+
+    /// One turn of the session: shutdown first when the loop is closing; callbacks due under
+    /// pool dispatch go to the pool.
+    pub(super) fn drive_session<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let callbacks = match cx.pool {
+            Some(_) => Callbacks::Pool,
+            None => Callbacks::Inline,
+        };
+        let (closing, now, pool, key, id) = (cx.closing, cx.now, cx.pool, cx.key, self.id);
+        let next = self.on_session(cx.pools, |session, io| {
+            if closing {
+                session.shutdown(io, now);
+            }
+            match session.drive(io, now, callbacks) {
+                session::Next::Dispatch => {
+                    if let (Some(pool), Some(work)) = (pool, session.take_work()) {
+                        pool.send(Job::Session { key, id, work });
+                    }
+                    session::Next::Busy
+                }
+                next => next,
+            }
+        });
         match next {
-            session::Next::Wait { write, deadline } => Next::Wait {
+            Some(session::Next::Wait { write, deadline }) => Next::Wait {
                 read: !write,
                 write,
                 deadline,
             },
-            session::Next::Again => Next::Again,
-            session::Next::Close => Next::Close,
-            session::Next::Dispatch => {
-                if let (Some(pool), Some(work)) = (cx.pool, session.take_work()) {
-                    pool.send(Job::Session {
-                        key: cx.key,
-                        id: self.id,
-                        work,
-                    });
-                }
-                Next::Wait {
-                    read: false,
-                    write: false,
-                    deadline: None,
-                }
-            }
-            session::Next::Busy => Next::Wait {
+            Some(session::Next::Again) => Next::Again,
+            // The callbacks are on a worker: their return drives it again.
+            Some(session::Next::Dispatch | session::Next::Busy) => Next::Wait {
                 read: false,
                 write: false,
                 deadline: None,
             },
+            Some(session::Next::Close) | None => Next::Close,
         }
     }
 
@@ -113,22 +123,10 @@ impl Connection {
         work: Box<dyn Work>,
         cx: &mut Cx<'_, H>,
     ) -> Next {
-        let Phase::Session(session) = &mut self.phase else {
-            return Next::Close;
-        };
-        // A session that reads nothing (an event stream) is lent no buffer.
-        let mut none = ReadBuf::with_len(0);
-        let buf = match session.keeps_input() {
-            true => self.read.get_or_insert_with(|| cx.pools.ws_read()),
-            false => &mut none,
-        };
-        let mut io = Io {
-            stream: self.socket.get_mut(),
-            buf,
-            reads: Reads::UntilWouldBlock,
-        };
-        session.put_back(work, &mut io);
-        self.drive(cx)
+        match self.on_session(cx.pools, |session, io| session.put_back(work, io)) {
+            Some(()) => self.drive(cx),
+            None => Next::Close,
+        }
     }
 
     /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
