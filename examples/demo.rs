@@ -138,6 +138,7 @@ fn routes_page() -> String {
 
 fn main() {
     support::init_logger();
+    let signals = support::Signals::install("demo");
     let args = support::Args::parse();
     let running = args.serve(demo);
     eprintln!(
@@ -145,5 +146,5 @@ fn main() {
         running.url(),
         args.label()
     );
-    running.until_signal("demo");
+    running.until_signal("demo", signals);
 }

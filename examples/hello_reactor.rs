@@ -16,6 +16,7 @@ fn hello(req: &mut Request<'_>) -> Response {
 
 fn main() {
     support::init_logger();
+    let signals = support::Signals::install("hello_reactor");
     let mut args = support::Args::parse();
     args.engine = "reactor".to_owned();
     let running = args.serve(hello);
@@ -24,5 +25,5 @@ fn main() {
         running.local_addr(),
         args.label()
     );
-    running.until_signal("hello_reactor");
+    running.until_signal("hello_reactor", signals);
 }

@@ -152,10 +152,11 @@ impl Args {
     /// SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully.
     pub fn run(name: &str, handler: impl Handler) {
         init_logger();
+        let signals = Signals::install(name);
         let args = Args::parse();
         let running = args.serve(handler);
         eprintln!("{name}: listening on {} ({})", running.url(), args.label());
-        running.until_signal(name);
+        running.until_signal(name, signals);
     }
 
     /// A label for the configuration, for log lines.
@@ -165,6 +166,22 @@ impl Args {
             _ if self.no_park => "server, thread per connection".to_owned(),
             _ => "server".to_owned(),
         }
+    }
+}
+
+/// SIGINT and SIGTERM, caught from [`Signals::install`] on: installed before the server says it
+/// is listening, so a signal sent once it has said so always shuts it down gracefully.
+pub struct Signals(std::sync::mpsc::Receiver<()>);
+
+impl Signals {
+    pub fn install(name: &str) -> Signals {
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Err(e) = ctrlc::set_handler(move || {
+            let _ = tx.send(());
+        }) {
+            eprintln!("{name}: cannot handle signals ({e}); stop it with SIGKILL");
+        }
+        Signals(rx)
     }
 }
 
@@ -208,14 +225,8 @@ impl Running {
     /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully: no new connections,
     /// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
     /// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
-    pub fn until_signal(self, name: &str) -> ! {
-        let (tx, rx) = std::sync::mpsc::channel();
-        if let Err(e) = ctrlc::set_handler(move || {
-            let _ = tx.send(());
-        }) {
-            eprintln!("{name}: cannot handle signals ({e}); stop it with SIGKILL");
-        }
-        let _ = rx.recv();
+    pub fn until_signal(self, name: &str, signals: Signals) -> ! {
+        let _ = signals.0.recv();
         log::info!("{name}: shutting down");
         let done = match self {
             #[cfg(feature = "server")]
