@@ -329,7 +329,7 @@ impl<H: Handler> EventLoop<H> {
             self.timers.pop_first();
             if let Some(conn) = self.conns.get_mut(key) {
                 conn.deadline = None;
-                if conn.expire(&mut self.pools, now) {
+                if conn.expire(&mut self.pools, now, &self.cfg) {
                     self.ready(key, now, false);
                     continue;
                 }
@@ -383,7 +383,7 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let mut conn = Connection::new(socket, self.next_id, peer, now, open, &self.cfg);
+        let mut conn = Connection::new(socket, self.next_id, peer, now, open);
         conn.deadline = crate::deadline::after(now, self.cfg.header_read_timeout);
         if let Some(deadline) = conn.deadline {
             self.timers.insert((deadline, key));

@@ -1,18 +1,22 @@
-//! A loop's pool of read buffers, write buffers and request heads. Connections borrow them while
-//! bytes flow and give them back when they go idle, so an idle connection holds none.
+//! A loop's pool of exchange working sets (read and write buffers), read buffers and request
+//! heads. Connections borrow them while bytes flow and give them back when they go idle, so an
+//! idle connection holds none.
 
 use crate::http::buf::ReadBuf;
 use crate::http::request::RequestHead;
+use crate::reactor::connection::busy::Busy;
 use crate::ws::WS_READ_BUF;
 
 /// Buffers and heads lent to connections while bytes flow, taken back when they go idle.
 #[derive(Default)]
 pub(crate) struct Pools {
+    /// Working sets of exchanges, boxed (a connection holds one by pointer while busy).
+    #[allow(clippy::vec_box)]
+    busy: Vec<Box<Busy>>,
     reads: Vec<ReadBuf>,
     /// Larger read buffers for WebSocket connections (`WS_READ_BUF` each). Like every pooled
     /// buffer one is held only while unread bytes are pending.
     ws_reads: Vec<ReadBuf>,
-    writes: Vec<Vec<u8>>,
     // Boxed: a head moves between a connection, the pool and pool jobs as one pointer, and an
     // idle connection's slot stays small.
     #[allow(clippy::vec_box)]
@@ -45,15 +49,13 @@ impl Pools {
             self.reads.push(b);
         }
     }
-    pub(crate) fn write(&mut self) -> Vec<u8> {
-        self.writes
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(16 * 1024))
+    pub(crate) fn busy(&mut self) -> Box<Busy> {
+        self.busy.pop().unwrap_or_else(|| Box::new(Busy::new()))
     }
-    pub(crate) fn give_write(&mut self, mut b: Vec<u8>) {
-        if self.writes.len() < POOL_KEEP && b.capacity() <= 256 * 1024 {
-            b.clear();
-            self.writes.push(b);
+    pub(crate) fn give_busy(&mut self, mut b: Box<Busy>) {
+        if self.busy.len() < POOL_KEEP {
+            b.recycle();
+            self.busy.push(b);
         }
     }
     pub(crate) fn head(&mut self) -> Box<RequestHead> {

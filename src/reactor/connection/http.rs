@@ -1,18 +1,18 @@
 //! A connection's HTTP exchanges: heads and bodies read into memory, handlers run (inline or on
 //! the pool), responses queued and written in order, and the lingering close the core asks for.
 
-use std::io::{ErrorKind, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use super::busy::{Exchange, Fill, Switch};
+use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase, Step};
 use crate::Handler;
 use crate::handler::{Answer, answer};
-use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, CONTINUE, Close, State};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
-use crate::http::stream::{STREAM_PIECE, Streaming};
+use crate::http::stream::Streaming;
 use crate::net::io;
 use crate::net::transport::Stream;
 use crate::rate::Meter;
@@ -24,6 +24,7 @@ const REQUEST_BUDGET: u32 = 64;
 
 impl Connection {
     pub(super) fn drive_http<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        self.lend(cx.pools, cx.cfg.min_response_rate);
         let mut budget = REQUEST_BUDGET;
         // Set when a read in this step came back shorter than the space offered: the socket's
         // receive queue is empty, so the next read would only say EAGAIN. Waiting instead is
@@ -33,14 +34,18 @@ impl Connection {
         // them again.
         let mut drained = false;
         loop {
-            if self.switched() {
-                return Next::Again;
-            }
-            // A streamed body, a close or a pool request in flight: nothing more is parsed until
-            // it is done, so responses stay in order.
-            if self.http.is_closing()
-                || matches!(self.phase, Phase::Streaming(_) | Phase::Dispatched)
-            {
+            let Phase::Busy(busy) = &self.phase else {
+                return Next::Close;
+            };
+            // A streamed body, a close or a pool request in flight: nothing more is parsed
+            // until it is done, so responses stay in order.
+            let parsing = match busy.at {
+                // The caller switches it once the response is out.
+                Exchange::Switching(_) => return Next::Again,
+                Exchange::Streaming(_) | Exchange::Dispatched => false,
+                Exchange::Head | Exchange::Body { .. } => !self.http.is_closing(),
+            };
+            if !parsing {
                 match self.flush(cx.now) {
                     Ok(true) => {}
                     Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
@@ -49,16 +54,7 @@ impl Connection {
                 if self.stream_step() {
                     continue;
                 }
-                match self.http.state() {
-                    State::Closing(Close::Now) => return Next::Close,
-                    State::Closing(Close::Linger) => return self.linger(cx),
-                    _ => {}
-                }
-                return Next::Wait {
-                    read: false,
-                    write: false,
-                    deadline: None,
-                };
+                return self.hold(cx);
             }
             if budget == 0 {
                 return match self.flush(cx.now) {
@@ -70,11 +66,7 @@ impl Connection {
             match self.process(cx) {
                 Step::Answered => {
                     budget -= 1;
-                    if self
-                        .write
-                        .as_ref()
-                        .is_some_and(|w| w.len() >= cx.cfg.limits.max_pipeline_output)
-                    {
+                    if self.queued() >= cx.cfg.limits.max_pipeline_output {
                         match self.flush(cx.now) {
                             Ok(true) => {}
                             Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
@@ -100,11 +92,33 @@ impl Connection {
             match filled {
                 Fill::Got { short } => drained = short,
                 Fill::WouldBlock => {
-                    self.release_idle(cx.pools);
+                    self.rest(cx.pools);
                     return self.wait(true, false, cx.now, cx.cfg);
                 }
                 Fill::Closed => return Next::Close,
             }
+        }
+    }
+
+    /// Output queued and not yet written.
+    fn queued(&self) -> usize {
+        match &self.phase {
+            Phase::Busy(busy) => busy.out.len(),
+            _ => 0,
+        }
+    }
+
+    /// With its output out and nothing to parse: the connection closes if the core said so
+    /// (lingering if it said so), or waits for its pool request.
+    fn hold<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        match self.http.state() {
+            State::Closing(Close::Now) => Next::Close,
+            State::Closing(Close::Linger) => self.linger(cx),
+            _ => Next::Wait {
+                read: false,
+                write: false,
+                deadline: None,
+            },
         }
     }
 
@@ -113,11 +127,10 @@ impl Connection {
     pub(super) fn linger<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         let _ = self.socket.get_mut().shutdown_write();
         self.release_all(cx.pools);
-        self.phase = Phase::Linger(Linger::new(cx.now));
-        match &mut self.phase {
-            Phase::Linger(linger) => Self::drain(self.socket.get_mut(), linger),
-            _ => Next::Close,
-        }
+        let mut linger = Linger::new(cx.now);
+        let next = Self::drain(self.socket.get_mut(), &mut linger);
+        self.phase = Phase::Linger(linger);
+        next
     }
 
     /// One step of a lingering close: drop what came, wait for more until its deadline.
@@ -146,24 +159,24 @@ impl Connection {
     /// Produces the next piece of a streamed body into the (empty) output; true when it did
     /// something, so the caller flushes and comes back.
     fn stream_step(&mut self) -> bool {
-        let Phase::Streaming(st) = &mut self.phase else {
+        let Phase::Busy(busy) = &mut self.phase else {
             return false;
         };
-        let out = self
-            .write
-            .get_or_insert_with(|| Vec::with_capacity(STREAM_PIECE + 64));
-        let produced = catch_unwind(AssertUnwindSafe(|| st.produce(out)));
+        let Exchange::Streaming(st) = &mut busy.at else {
+            return false;
+        };
+        let produced = catch_unwind(AssertUnwindSafe(|| st.produce(&mut busy.out)));
         match produced {
             Ok(None) => {}
             Ok(Some(complete)) => {
-                self.phase = Phase::Head;
+                busy.at = Exchange::Head;
                 if !complete {
                     self.http.abort();
                 }
             }
             Err(_) => {
                 log::error!("response body panicked; closing the connection");
-                self.phase = Phase::Head;
+                busy.at = Exchange::Head;
                 self.http.abort();
             }
         }
@@ -172,35 +185,37 @@ impl Connection {
 
     /// Works through buffered input: a head, body bytes, or a dispatch.
     fn process<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Step {
-        let Some(buf) = self.read.as_mut() else {
+        let Phase::Busy(busy) = &mut self.phase else {
             return Step::NeedInput;
         };
-        if buf.is_empty() {
+        if busy.read.is_empty() {
             return Step::NeedInput;
         }
-        match &mut self.phase {
-            Phase::Head => {
+        match &mut busy.at {
+            Exchange::Head => {
                 let mut head = cx.pools.head();
-                match self.http.recv_head(buf, &mut head, &cx.cfg.limits) {
+                match self
+                    .http
+                    .recv_head(&mut busy.read, &mut head, &cx.cfg.limits)
+                {
                     Ok(None) => {
                         cx.pools.give_head(head);
                         Step::NeedInput
                     }
                     Err(e) => {
                         cx.pools.give_head(head);
-                        self.http
-                            .write_error(e.status(), Self::out(&mut self.write, cx.pools));
+                        self.http.write_error(e.status(), &mut busy.out);
                         Step::Progress
                     }
                     Ok(Some(decoder)) if decoder.is_done() => self.dispatch(head, Vec::new(), cx),
                     Ok(Some(decoder)) => {
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
-                        if head.expect_continue && buf.is_empty() {
-                            Self::out(&mut self.write, cx.pools).extend_from_slice(CONTINUE);
+                        if head.expect_continue && busy.read.is_empty() {
+                            busy.out.extend_from_slice(CONTINUE);
                         }
                         self.since = cx.now;
-                        self.phase = Phase::Body {
+                        busy.at = Exchange::Body {
                             head,
                             decoder,
                             body: Vec::new(),
@@ -210,27 +225,26 @@ impl Connection {
                     }
                 }
             }
-            Phase::Body {
+            Exchange::Body {
                 decoder,
                 body,
                 meter,
                 ..
             } => {
-                let input = buf.filled();
+                let input = busy.read.filled();
                 match decoder.decode(input, usize::MAX) {
                     Err(e) => {
-                        self.http
-                            .write_error(e.status(), Self::out(&mut self.write, cx.pools));
+                        self.http.write_error(e.status(), &mut busy.out);
                         Step::Progress
                     }
                     Ok(d) => {
                         body.extend_from_slice(&input[d.data]);
-                        buf.consume(d.consumed);
+                        busy.read.consume(d.consumed);
                         meter.moved(cx.now, d.consumed);
                         self.since = cx.now;
                         if decoder.is_done() {
-                            match std::mem::replace(&mut self.phase, Phase::Head) {
-                                Phase::Body { head, body, .. } => self.dispatch(head, body, cx),
+                            match std::mem::replace(&mut busy.at, Exchange::Head) {
+                                Exchange::Body { head, body, .. } => self.dispatch(head, body, cx),
                                 _ => Step::NeedInput,
                             }
                         } else if d.consumed == 0 {
@@ -241,11 +255,9 @@ impl Connection {
                     }
                 }
             }
-            Phase::Dispatched
-            | Phase::Streaming(_)
-            | Phase::Session(_)
-            | Phase::Detach(_)
-            | Phase::Linger(_) => Step::NeedInput,
+            Exchange::Dispatched | Exchange::Streaming(_) | Exchange::Switching(_) => {
+                Step::NeedInput
+            }
         }
     }
 
@@ -257,114 +269,82 @@ impl Connection {
         cx: &mut Cx<'_, H>,
     ) -> Step {
         if let Some(pool) = cx.pool {
-            self.phase = Phase::Dispatched;
+            if let Phase::Busy(busy) = &mut self.phase {
+                busy.at = Exchange::Dispatched;
+            }
             pool.send(Job::Http {
                 key: cx.key,
                 id: self.id,
                 head,
                 body,
-                peer: self.peer.clone(),
+                peer: Some(self.peer.clone()),
             });
             return Step::Progress;
         }
-        let answered = answer(cx.handler, &head, &mut &body[..], self.peer.as_ref());
+        let answered = answer(cx.handler, &head, &mut &body[..], Some(&self.peer));
         self.respond(head, answered, cx);
         Step::Answered
     }
 
     /// Queues the response to the request of `head` (which goes back to the pool).
     fn respond<H>(&mut self, head: Box<RequestHead>, answered: Answer, cx: &mut Cx<'_, H>) {
-        let out = Self::out(&mut self.write, cx.pools);
+        let Phase::Busy(busy) = &mut self.phase else {
+            cx.pools.give_head(head);
+            return;
+        };
         let closing = cx.closing || answered.panicked;
-        self.sent = Meter::new(cx.cfg.min_response_rate);
-        self.phase = Phase::Head;
+        busy.sent = Meter::new(cx.cfg.min_response_rate);
+        busy.at = Exchange::Head;
         self.served += 1;
         self.since = cx.now;
-        let after = self
-            .http
-            .write_response(&head, answered.response, true, closing, out);
+        let after =
+            self.http
+                .write_response(&head, answered.response, true, closing, &mut busy.out);
         cx.pools.give_head(head);
         match after {
             After::Done => {}
             // A file is read in pieces on the loop, like any sized reader.
             After::Stream(encoder, body) => {
-                self.phase = Phase::Streaming(Streaming::new(encoder, body));
+                busy.at = Exchange::Streaming(Streaming::new(encoder, body));
             }
             After::Session(encoder, takeover) => {
                 let session = takeover.start(Start {
-                    waker: self.waker(cx),
-                    peer: self.peer.clone(),
+                    waker: loop_waker(cx, self.id),
+                    peer: Some(self.peer.clone()),
                     now: cx.now,
                     rate: cx.cfg.min_response_rate,
                     encoder,
                 });
-                self.phase = Phase::Session(session);
+                busy.at = Exchange::Switching(Switch::Session(session));
             }
-            After::Detach(then) => self.phase = Phase::Detach(Some(then)),
+            After::Detach(then) => busy.at = Exchange::Switching(Switch::Detach(then)),
         }
     }
 
     /// Reads once from the socket.
     fn fill<H>(&mut self, cx: &mut Cx<'_, H>) -> Fill {
-        let was_empty = self.read.as_ref().is_none_or(ReadBuf::is_empty);
-        let buf = self.read.get_or_insert_with(|| cx.pools.read());
-        let cap = match self.phase {
-            Phase::Head => cx.cfg.limits.max_head_bytes,
-            _ => 0,
-        };
-        let spare = buf.spare(cap);
-        if spare.is_empty() {
+        let Phase::Busy(busy) = &mut self.phase else {
             return Fill::Closed;
+        };
+        let head_begins = busy.read.is_empty() && matches!(busy.at, Exchange::Head);
+        let filled = busy.fill(self.socket.get_mut(), cx.cfg.limits.max_head_bytes);
+        if head_begins && matches!(filled, Fill::Got { .. }) {
+            self.head_start = cx.now;
         }
-        let stream = self.socket.get_mut();
-        loop {
-            return match stream.read(spare) {
-                Ok(0) => Fill::Closed,
-                Ok(n) => {
-                    let short = n < spare.len();
-                    buf.filled_by(n);
-                    if was_empty && matches!(self.phase, Phase::Head) {
-                        self.head_start = cx.now;
-                    }
-                    Fill::Got { short }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => Fill::Closed,
-            };
-        }
+        filled
     }
 
-    /// An idle connection holds no buffers: they go back to the loop's pool. A partial head
-    /// that waits keeps its bytes in a buffer their size, not in a whole read buffer.
-    pub(super) fn release_idle(&mut self, pools: &mut Pools) {
-        if !matches!(self.phase, Phase::Head) {
-            return;
-        }
-        let partial = self.read.as_ref().filter(|b| !b.is_empty());
-        if let Some(small) = partial.and_then(ReadBuf::fitted) {
-            if let Some(b) = self.read.replace(small) {
-                pools.give_read(b);
-            }
-        }
-        if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
-            if let Some(b) = self.read.take() {
-                pools.give_read(b);
-            }
-        }
-        if self.write.as_ref().is_some_and(Vec::is_empty) {
-            if let Some(b) = self.write.take() {
-                pools.give_write(b);
-            }
-        }
+    /// Between requests with no output pending, the buffers go back to the loop's pool: an idle
+    /// connection holds none, and a partial head that waits keeps its bytes in a buffer their
+    /// size, not in a whole read buffer.
+    pub(super) fn rest(&mut self, pools: &mut Pools) {
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Busy(busy) => match busy.rest(pools) {
+                Ok(None) => Phase::Idle,
+                Ok(Some(bytes)) => Phase::Partial(bytes),
+                Err(busy) => Phase::Busy(busy),
+            },
+            other => other,
+        };
     }
-}
-
-enum Fill {
-    /// Bytes arrived; `short` when fewer than the space offered (the socket is drained).
-    Got {
-        short: bool,
-    },
-    WouldBlock,
-    Closed,
 }

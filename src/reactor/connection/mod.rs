@@ -4,32 +4,30 @@
 //! runs, because an inline handler must never wait on the socket. Output always goes first: while
 //! it cannot drain, the connection reads nothing more (backpressure).
 
-use std::io::{ErrorKind, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
+pub(crate) mod busy;
 mod http;
 mod session;
 
 pub(crate) use session::Wakes;
 
+use busy::{Busy, Exchange};
+
 use super::Config;
 use super::pool::PoolSender;
 use super::pools::Pools;
 use crate::Handler;
+use crate::MinRate;
 use crate::deadline;
 use crate::engine::OpenGuard;
-use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn};
 use crate::http::linger::Linger;
-use crate::http::request::RequestHead;
 use crate::http::session::Session;
-use crate::http::stream::Streaming;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
-use crate::net::upgrade::Upgraded;
-use crate::rate::Meter;
 
 /// What the loop needs to run a connection's step.
 pub(crate) struct Cx<'a, H> {
@@ -61,29 +59,22 @@ pub(crate) enum Next {
     Detach,
 }
 
-/// Where the connection is in the current exchange.
+/// Where a connection is, and what it holds there.
 enum Phase {
-    /// Waiting for a request head (idle when nothing is buffered).
-    Head,
-    /// Reading a request body into memory before dispatch, at no less than the minimum rate.
-    Body {
-        head: Box<RequestHead>,
-        decoder: Decoder,
-        body: Vec<u8>,
-        meter: Meter,
-    },
-    /// The request (its head and body) is with a pool worker; nothing is read until its
-    /// response is back.
-    Dispatched,
-    /// The response's body is produced and written as the socket takes it; nothing more is
-    /// parsed until it is done, so responses stay in order.
-    Streaming(Streaming),
+    /// Between requests with nothing buffered: it holds no buffer (they are in the loop's pool).
+    Idle,
+    /// Part of a request head came and the rest is awaited: its bytes, in a buffer about their
+    /// size.
+    Partial(ReadBuf),
+    /// An exchange under way, with the loop's buffers lent to it.
+    /// (Boxed, and the box comes from the loop's pool: a connection's slab slot stays small.)
+    Busy(Box<Busy>),
     /// A session took the connection over (a WebSocket after its 101, an event stream after
-    /// its head).
-    Session(Box<dyn Session>),
-    /// A generic upgrade: once the 101 is out, the connection leaves the loop. (Boxed: every
-    /// connection's slab slot is as large as the largest phase.)
-    Detach(Option<Box<dyn FnOnce(Upgraded) + Send>>),
+    /// its head); `input` holds bytes it has not consumed yet, and is given back once empty.
+    Session {
+        session: Box<dyn Session>,
+        input: Option<ReadBuf>,
+    },
     /// The last response is out and the write side shut; what the client still sends is read
     /// and dropped until it closes (a lingering close, as the core decided).
     Linger(Linger),
@@ -102,14 +93,9 @@ pub(crate) struct Connection {
     socket: Registered<Stream>,
     /// Tells this connection from a later one in the same slab slot (pool replies).
     pub(crate) id: u64,
-    peer: Option<Address>,
+    peer: Address,
     http: Conn,
     phase: Phase,
-    read: Option<ReadBuf>,
-    write: Option<Vec<u8>>,
-    written: usize,
-    /// The minimum rate of the response being written.
-    sent: Meter,
     /// Start of the current wait: accept, the last response, or the last body progress.
     since: Instant,
     /// When the first byte of the head being read arrived.
@@ -138,19 +124,13 @@ impl Connection {
         peer: Address,
         now: Instant,
         open: OpenGuard,
-        cfg: &Config,
     ) -> Self {
         Connection {
             socket,
             id,
-            peer: Some(peer),
+            peer,
             http: Conn::default(),
-            phase: Phase::Head,
-            read: None,
-            write: None,
-            written: 0,
-            // Also bounds an error answered before any response (reset for each response).
-            sent: Meter::new(cfg.min_response_rate),
+            phase: Phase::Idle,
             since: now,
             head_start: now,
             served: 0,
@@ -170,66 +150,62 @@ impl Connection {
 
     /// True when nothing is under way: no buffered input, no output, no request in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        matches!(self.phase, Phase::Head)
-            && self.read.as_ref().is_none_or(ReadBuf::is_empty)
-            && self.write.as_ref().is_none_or(Vec::is_empty)
+        matches!(self.phase, Phase::Idle)
     }
 
     /// Runs the connection as far as it can go without blocking. Pipelined responses are
     /// batched: output is written before waiting for input, when it passes
     /// `max_pipeline_output`, and when the budget runs out.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
-        if let Phase::Linger(linger) = &mut self.phase {
-            return Self::drain(self.socket.get_mut(), linger);
-        }
-        if !self.switched() {
-            let next = self.drive_http(cx);
-            if !self.switched() {
-                return next;
-            }
-        }
-        // The 101 (and any responses before it) go out before anything else.
-        match self.flush(cx.now) {
-            Ok(true) => {}
-            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
-            Err(()) => return Next::Close,
-        }
-        if let Some(b) = self.write.take() {
-            cx.pools.give_write(b);
-        }
         match &mut self.phase {
-            Phase::Session(_) => self.drive_session(cx),
-            _ => Next::Detach,
+            Phase::Linger(linger) => return Self::drain(self.socket.get_mut(), linger),
+            Phase::Session { .. } => return self.drive_session(cx),
+            Phase::Idle | Phase::Partial(_) | Phase::Busy(_) => {}
+        }
+        let next = self.drive_http(cx);
+        match &self.phase {
+            Phase::Busy(busy) if matches!(busy.at, Exchange::Switching(_)) => self.switch(cx),
+            _ => next,
         }
     }
 
-    pub(super) fn switched(&self) -> bool {
-        matches!(self.phase, Phase::Session(_) | Phase::Detach(_))
+    /// Lends the loop's buffers to an idle or waiting connection for an exchange (a connection
+    /// already busy keeps its own).
+    fn lend(&mut self, pools: &mut Pools, rate: Option<MinRate>) {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => self.phase = Phase::Busy(Busy::lend(pools, None, rate)),
+            Phase::Partial(bytes) => self.phase = Phase::Busy(Busy::lend(pools, Some(bytes), rate)),
+            other => self.phase = other,
+        }
     }
 
     /// A deadline passed. A session handles its own timers (true: drive it again). For HTTP the
     /// core decides: a request under way gets `408` and a lingering close (true: drive it to
     /// write that and linger); otherwise it closes (false).
-    pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant) -> bool {
-        match &mut self.phase {
-            Phase::Session(_) => {
+    pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant, cfg: &Config) -> bool {
+        let started = match &self.phase {
+            Phase::Session { .. } => {
                 self.on_session(pools, |session, io| session.expire(io, now));
                 return true;
             }
-            Phase::Head | Phase::Body { .. } => {}
-            Phase::Dispatched | Phase::Streaming(_) | Phase::Detach(_) | Phase::Linger(_) => {
+            Phase::Idle => false,
+            Phase::Partial(_) => true,
+            Phase::Busy(busy) if busy.receiving() => true,
+            Phase::Busy(_) | Phase::Linger(_) => {
                 self.release_all(pools);
                 return false;
             }
-        }
-        let receiving = !self.http.is_closing() && self.write.as_ref().is_none_or(Vec::is_empty);
-        if receiving {
-            let started = matches!(self.phase, Phase::Body { .. })
-                || self.read.as_ref().is_some_and(|b| !b.is_empty());
-            let mut out = self.write.take().unwrap_or_else(|| pools.write());
-            let close = self.http.request_timed_out(started, &mut out);
-            self.write = Some(out);
-            if close == Close::Linger {
+        };
+        if !self.http.is_closing() {
+            if started {
+                self.lend(pools, cfg.min_response_rate);
+            }
+            let mut none = Vec::new();
+            let out = match &mut self.phase {
+                Phase::Busy(busy) => &mut busy.out,
+                _ => &mut none,
+            };
+            if self.http.request_timed_out(started, out) == Close::Linger {
                 return true;
             }
         }
@@ -237,45 +213,33 @@ impl Connection {
         false
     }
 
-    /// Gives every pooled item back (the connection is closing).
+    /// Gives every pooled item back (the connection is closing or lingering).
     pub(crate) fn release_all(&mut self, pools: &mut Pools) {
-        if let Some(b) = self.read.take() {
-            pools.give_read(b);
-        }
-        if let Some(b) = self.write.take() {
-            pools.give_write(b);
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Partial(bytes) => pools.give_read(bytes),
+            Phase::Busy(busy) => busy.release(pools),
+            Phase::Session {
+                input: Some(bytes), ..
+            } => pools.give_read(bytes),
+            Phase::Idle | Phase::Session { input: None, .. } | Phase::Linger(_) => {}
         }
     }
 
     pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant, cfg: &Config) -> Next {
-        let deadline = if write {
-            self.sent.deadline(now)
-        } else {
-            match &mut self.phase {
-                Phase::Body { meter, .. } => meter.deadline(now),
-                Phase::Linger(linger) => {
-                    return Next::Wait {
-                        read,
-                        write,
-                        deadline: linger.deadline(),
-                    };
-                }
-                Phase::Dispatched | Phase::Streaming(_) | Phase::Session(_) | Phase::Detach(_) => {
-                    return Next::Wait {
-                        read,
-                        write,
-                        deadline: None,
-                    };
-                }
-                // The first head is due from the accept, a later one from its first byte.
-                Phase::Head if self.served == 0 => {
-                    deadline::after(self.since, cfg.header_read_timeout)
-                }
-                Phase::Head if self.read.as_ref().is_some_and(|b| !b.is_empty()) => {
-                    deadline::after(self.head_start, cfg.header_read_timeout)
-                }
-                Phase::Head => deadline::after(self.since, cfg.idle_timeout),
+        let deadline = match &mut self.phase {
+            Phase::Busy(busy) if write => busy.sent.deadline(now),
+            Phase::Busy(busy) => match &mut busy.at {
+                Exchange::Body { meter, .. } => meter.deadline(now),
+                _ => None,
+            },
+            Phase::Linger(linger) => linger.deadline(),
+            // The first head is due from the accept, a later one from its first byte.
+            Phase::Idle | Phase::Partial(_) if self.served == 0 => {
+                deadline::after(self.since, cfg.header_read_timeout)
             }
+            Phase::Partial(_) => deadline::after(self.head_start, cfg.header_read_timeout),
+            Phase::Idle => deadline::after(self.since, cfg.idle_timeout),
+            Phase::Session { .. } => None,
         };
         Next::Wait {
             read,
@@ -284,30 +248,25 @@ impl Connection {
         }
     }
 
-    /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is full.
+    /// Writes pending output; `Ok(true)` when all of it is out (or there is none), `Ok(false)`
+    /// when the socket is full.
     pub(super) fn flush(&mut self, now: Instant) -> Result<bool, ()> {
-        let Some(out) = self.write.as_mut() else {
-            return Ok(true);
-        };
-        let stream = self.socket.get_mut();
-        while self.written < out.len() {
-            match stream.write(&out[self.written..]) {
-                Ok(0) => return Err(()),
-                Ok(n) => {
-                    self.written += n;
-                    self.sent.moved(now, n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Err(()),
-            }
+        match &mut self.phase {
+            Phase::Busy(busy) => busy.flush(self.socket.get_mut(), now),
+            _ => Ok(true),
         }
-        out.clear();
-        self.written = 0;
-        Ok(true)
     }
+}
 
-    pub(super) fn out<'a>(write: &'a mut Option<Vec<u8>>, pools: &mut Pools) -> &'a mut Vec<u8> {
-        write.get_or_insert_with(|| pools.write())
+#[cfg(test)]
+mod tests {
+    use super::Connection;
+
+    /// What an exchange needs is boxed and lent by the loop, so the slot every connection holds
+    /// in the loop's slab, idle ones included, stays small (416 bytes before it was).
+    #[test]
+    fn a_connection_slot_holds_no_exchange_state() {
+        let size = size_of::<Connection>();
+        assert!(size <= 256, "a connection's slab slot is {size} bytes");
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::busy::{Exchange, Switch};
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
@@ -38,7 +39,52 @@ impl Wake for LoopWake {
     }
 }
 
+/// Wakes a connection on its loop from any thread (WebSocket and event-stream senders).
+pub(super) fn loop_waker<H>(cx: &Cx<'_, H>, id: u64) -> Box<dyn Wake> {
+    Box::new(LoopWake {
+        inbox: cx.wakes.clone(),
+        key: cx.key,
+        id,
+    })
+}
+
 impl Connection {
+    /// The response that hands the connection over is queued: once it is out, a session takes
+    /// the connection over on the loop (with the bytes read past its request, if it reads), or
+    /// a generic upgrade leaves the loop.
+    pub(super) fn switch<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        match self.flush(cx.now) {
+            Ok(true) => {}
+            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
+            Err(()) => return Next::Close,
+        }
+        let Phase::Busy(busy) = &mut self.phase else {
+            return Next::Close;
+        };
+        match std::mem::replace(&mut busy.at, Exchange::Head) {
+            Exchange::Switching(Switch::Session(session)) => {
+                let input = match session.keeps_input() && !busy.read.is_empty() {
+                    true => Some(std::mem::replace(&mut busy.read, cx.pools.read())),
+                    false => None,
+                };
+                let switched = Phase::Session { session, input };
+                if let Phase::Busy(busy) = std::mem::replace(&mut self.phase, switched) {
+                    busy.release(cx.pools);
+                }
+                self.drive_session(cx)
+            }
+            // A generic upgrade: the loop takes it out ([`Connection::into_detached`]).
+            detach @ Exchange::Switching(Switch::Detach(_)) => {
+                busy.at = detach;
+                Next::Detach
+            }
+            other => {
+                busy.at = other;
+                Next::Close
+            }
+        }
+    }
+
     /// Runs `f` on this connection's session with its I/O: the socket, and the loop's read
     /// buffer for a session that reads (an event stream is lent none), given back once empty so
     /// that an idle session holds none. `None` when the connection is not a session.
@@ -47,12 +93,12 @@ impl Connection {
         pools: &mut Pools,
         f: impl FnOnce(&mut dyn Session, &mut Io<'_>) -> T,
     ) -> Option<T> {
-        let Phase::Session(session) = &mut self.phase else {
+        let Phase::Session { session, input } = &mut self.phase else {
             return None;
         };
         let mut none = ReadBuf::with_len(0);
         let buf = match session.keeps_input() {
-            true => self.read.get_or_insert_with(|| pools.ws_read()),
+            true => input.get_or_insert_with(|| pools.ws_read()),
             false => &mut none,
         };
         let mut io = Io {
@@ -61,8 +107,8 @@ impl Connection {
             reads: Reads::UntilWouldBlock,
         };
         let out = f(&mut **session, &mut io);
-        if self.read.as_ref().is_some_and(ReadBuf::is_empty) {
-            if let Some(b) = self.read.take() {
+        if input.as_ref().is_some_and(ReadBuf::is_empty) {
+            if let Some(b) = input.take() {
                 pools.give_read(b);
             }
         }
@@ -108,15 +154,6 @@ impl Connection {
         }
     }
 
-    /// Wakes this connection on its loop from any thread (WebSocket and event-stream senders).
-    pub(super) fn waker<H>(&self, cx: &Cx<'_, H>) -> Box<dyn Wake> {
-        Box::new(LoopWake {
-            inbox: cx.wakes.clone(),
-            key: cx.key,
-            id: self.id,
-        })
-    }
-
     /// A pool worker ran this session's callbacks.
     pub(crate) fn work_done<H: Handler>(
         &mut self,
@@ -132,7 +169,7 @@ impl Connection {
     /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
     /// due (run here, or sent to the pool).
     pub(crate) fn finish(&mut self, pool: Option<&PoolSender>) {
-        if let Phase::Session(session) = &mut self.phase {
+        if let Phase::Session { session, .. } = &mut self.phase {
             let callbacks = match pool {
                 Some(_) => Callbacks::Pool,
                 None => Callbacks::Inline,
@@ -145,23 +182,28 @@ impl Connection {
 
     /// A detached connection's parts: the socket (out of the poller), the bytes read past the
     /// upgrade request, the upgrade and the connection count.
-    pub(crate) fn into_detached(mut self, pools: &mut Pools) -> Option<Detached> {
-        let Phase::Detach(then) = &mut self.phase else {
+    pub(crate) fn into_detached(self, pools: &mut Pools) -> Option<Detached> {
+        let Connection {
+            socket,
+            phase,
+            _open,
+            ..
+        } = self;
+        let Phase::Busy(mut busy) = phase else {
             return None;
         };
-        let then = then.take()?;
-        let leftover = self
-            .read
-            .as_ref()
-            .map(|b| b.filled().to_vec())
-            .unwrap_or_default();
-        self.release_all(pools);
-        let stream = self.socket.into_inner();
+        let Exchange::Switching(Switch::Detach(then)) =
+            std::mem::replace(&mut busy.at, Exchange::Head)
+        else {
+            return None;
+        };
+        let leftover = busy.read.filled().to_vec();
+        busy.release(pools);
         Some(Detached {
-            stream,
+            stream: socket.into_inner(),
             leftover,
             then,
-            open: self._open,
+            open: _open,
         })
     }
 }

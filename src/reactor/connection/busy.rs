@@ -1,0 +1,209 @@
+//! What a connection holds while an exchange is under way: the loop's buffers, lent to it for
+//! the exchange, and where the exchange is. A connection holds a [`Busy`] only between the
+//! first byte of a request and the moment it waits for the next one with nothing pending; then
+//! the buffers go back to the loop's pool (see [`Busy::rest`]).
+
+use std::io::{ErrorKind, Read, Write};
+use std::time::Instant;
+
+use crate::MinRate;
+use crate::http::body::Decoder;
+use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
+use crate::http::request::RequestHead;
+use crate::http::session::Session;
+use crate::http::stream::Streaming;
+use crate::net::transport::Stream;
+use crate::net::upgrade::Upgraded;
+use crate::rate::Meter;
+use crate::reactor::pools::Pools;
+
+/// The capacity a write buffer starts with.
+const WRITE_BUF: usize = 16 * 1024;
+
+/// A write buffer that grew past this is not kept for the next exchange.
+const MAX_POOLED_WRITE: usize = 256 * 1024;
+
+/// An exchange under way and the buffers lent to it. The loop's pool keeps them boxed, buffers
+/// inside, between exchanges.
+pub(crate) struct Busy {
+    /// Input read and not yet consumed.
+    pub(super) read: ReadBuf,
+    /// Output queued and not yet written, from `written` on.
+    pub(super) out: Vec<u8>,
+    written: usize,
+    /// The minimum rate of the output being written (reset for each response).
+    pub(super) sent: Meter,
+    pub(super) at: Exchange,
+}
+
+/// Where an exchange is.
+pub(super) enum Exchange {
+    /// Reading a request head.
+    Head,
+    /// Reading a request body into memory before dispatch, at no less than the minimum rate.
+    Body {
+        head: Box<RequestHead>,
+        decoder: Decoder,
+        body: Vec<u8>,
+        meter: Meter,
+    },
+    /// The request (its head and body) is with a pool worker; nothing is read until its
+    /// response is back.
+    Dispatched,
+    /// The response's body is produced and written as the socket takes it; nothing more is
+    /// parsed until it is done, so responses stay in order.
+    Streaming(Streaming),
+    /// A response that hands the connection over is queued; once it is out, the connection is
+    /// switched.
+    Switching(Switch),
+}
+
+/// What takes a connection over once its response head is out.
+pub(super) enum Switch {
+    /// A session on the loop (a WebSocket after its 101, an event stream after its head).
+    Session(Box<dyn Session>),
+    /// A generic upgrade: the connection leaves the loop for a thread.
+    Detach(Box<dyn FnOnce(Upgraded) + Send>),
+}
+
+/// The outcome of one read.
+pub(super) enum Fill {
+    /// Bytes arrived; `short` when fewer than the space offered (the socket is drained).
+    Got {
+        short: bool,
+    },
+    WouldBlock,
+    Closed,
+}
+
+impl Busy {
+    /// A working set with fresh buffers, for the loop's pool when it has none to lend.
+    pub(crate) fn new() -> Busy {
+        Busy {
+            read: ReadBuf::new(),
+            out: Vec::with_capacity(WRITE_BUF),
+            written: 0,
+            sent: Meter::new(None),
+            at: Exchange::Head,
+        }
+    }
+
+    /// Readies a working set for the pool: buffers emptied (and brought back to their usual
+    /// size if a large head or response grew them).
+    pub(crate) fn recycle(&mut self) {
+        self.read.reset();
+        self.out.clear();
+        if self.out.capacity() > MAX_POOLED_WRITE {
+            self.out = Vec::with_capacity(WRITE_BUF);
+        }
+        self.written = 0;
+        self.at = Exchange::Head;
+    }
+
+    /// Lends the loop's buffers to a connection starting (or resuming) an exchange, with the
+    /// bytes of a partial head it kept while it waited.
+    pub(super) fn lend(
+        pools: &mut Pools,
+        partial: Option<ReadBuf>,
+        rate: Option<MinRate>,
+    ) -> Box<Busy> {
+        let mut busy = pools.busy();
+        busy.sent = Meter::new(rate);
+        match partial {
+            // A whole buffer kept for a large partial head: the exchange reads on into it.
+            Some(bytes) if bytes.len() >= INITIAL_READ_BUF => {
+                let own = std::mem::replace(&mut busy.read, bytes);
+                pools.give_read(own);
+            }
+            // A buffer fitted to a small partial head: its bytes move into the whole one.
+            Some(small) => busy.read.push(small.filled()),
+            None => {}
+        }
+        busy
+    }
+
+    /// Between requests with no output pending the buffers go back: `Ok(None)` when nothing is
+    /// buffered, `Ok(Some(bytes))` with a partial head (in a buffer about its size when it is
+    /// small). `Err(self)`: still busy.
+    pub(super) fn rest(
+        mut self: Box<Self>,
+        pools: &mut Pools,
+    ) -> Result<Option<ReadBuf>, Box<Busy>> {
+        if !matches!(self.at, Exchange::Head) || !self.out.is_empty() {
+            return Err(self);
+        }
+        let partial = match self.read.is_empty() {
+            true => None,
+            false => Some(match self.read.fitted() {
+                Some(small) => small,
+                None => std::mem::replace(&mut self.read, pools.read()),
+            }),
+        };
+        pools.give_busy(self);
+        Ok(partial)
+    }
+
+    /// Gives everything back (the connection is closing).
+    pub(super) fn release(mut self: Box<Self>, pools: &mut Pools) {
+        if let Exchange::Body { head, .. } = std::mem::replace(&mut self.at, Exchange::Head) {
+            pools.give_head(head);
+        }
+        pools.give_busy(self);
+    }
+
+    /// Whether a request is under way: part of its head or its body has come, and no response
+    /// is being written.
+    pub(super) fn receiving(&self) -> bool {
+        self.out.is_empty()
+            && match self.at {
+                Exchange::Head => !self.read.is_empty(),
+                Exchange::Body { .. } => true,
+                Exchange::Dispatched | Exchange::Streaming(_) | Exchange::Switching(_) => false,
+            }
+    }
+
+    /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is
+    /// full.
+    pub(super) fn flush(&mut self, stream: &mut Stream, now: Instant) -> Result<bool, ()> {
+        while self.written < self.out.len() {
+            match stream.write(&self.out[self.written..]) {
+                Ok(0) => return Err(()),
+                Ok(n) => {
+                    self.written += n;
+                    self.sent.moved(now, n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
+        }
+        self.out.clear();
+        self.written = 0;
+        Ok(true)
+    }
+
+    /// Reads once from the socket; a head may grow the buffer up to `max_head`.
+    pub(super) fn fill(&mut self, stream: &mut Stream, max_head: usize) -> Fill {
+        let cap = match self.at {
+            Exchange::Head => max_head,
+            _ => 0,
+        };
+        let spare = self.read.spare(cap);
+        if spare.is_empty() {
+            return Fill::Closed;
+        }
+        loop {
+            return match stream.read(spare) {
+                Ok(0) => Fill::Closed,
+                Ok(n) => {
+                    let short = n < spare.len();
+                    self.read.filled_by(n);
+                    Fill::Got { short }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => Fill::WouldBlock,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => Fill::Closed,
+            };
+        }
+    }
+}
