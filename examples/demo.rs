@@ -143,7 +143,7 @@ fn main() {
     let running = args.serve(demo);
     eprintln!(
         "demo: listening on {} ({}) (routes: /routes)",
-        running.url(),
+        running.url(args.tls_cert.is_some()),
         args.label()
     );
     running.until_signal("demo", signals);

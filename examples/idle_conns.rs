@@ -7,8 +7,10 @@
 //! `/proc/PID/status`. Then it closes them and does the same with N WebSockets (`GET /ws`, each
 //! upgraded and then silent), re-served by one echo on a sample.
 //!
-//! `cargo run --release --example idle_conns -- [N] [-- extra hello flags]`
-//! (`IDLE_CONNS=N` also sets N; default 10,000.) Linux only.
+//! `cargo run --release --example idle_conns -- [N] [--tls] [-- extra hello flags]`
+//! (`IDLE_CONNS=N` also sets N; default 10,000.) With `--tls` (build both with `--features
+//! server,tls`) it makes a certificate for `localhost`, starts `hello` with it, and every
+//! connection does a full TLS handshake before its request. Linux only.
 
 mod support;
 
@@ -17,6 +19,19 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use support::child::{ChildServer, raise_fd_limit};
+
+/// A client connection: plain TCP, or TLS over it.
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+type Conn = Box<dyn Stream>;
+
+/// How the bench connects: plain, or TLS trusting its own certificate.
+#[derive(Clone)]
+enum Client {
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(std::sync::Arc<twinhttp::tls::rustls::ClientConfig>),
+}
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,19 +45,27 @@ fn main() {
         .or_else(|| std::env::var("IDLE_CONNS").ok())
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
+    let tls = args.iter().any(|a| a == "--tls");
+    args.retain(|a| a != "--tls");
+    let (client, extra, _pem) = tls_setup(tls, extra);
     let limit = raise_fd_limit();
     let want = n.min(limit.saturating_sub(64) as usize);
     if want < n {
         eprintln!("open-files limit {limit}: holding {want} connections instead of {n}");
     }
     let server = ChildServer::start("hello", &extra);
-    let label = if extra.is_empty() {
+    let shown: Vec<&str> = extra
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.ends_with(".pem"))
+        .collect();
+    let label = if shown.is_empty() {
         "hello (defaults)".to_owned()
     } else {
-        format!("hello {}", extra.join(" "))
+        format!("hello {}", shown.join(" "))
     };
 
-    let mut warm = connect(server.addr).expect("connect");
+    let mut warm = connect(&client, server.addr).expect("connect");
     request(&mut warm).expect("warm-up request");
     drop(warm);
     std::thread::sleep(Duration::from_millis(500));
@@ -50,28 +73,97 @@ fn main() {
         "| server | connections held | failed | threads before → after | RSS before → after (KiB) | KiB per idle connection | sample re-served |"
     );
     println!("|---|---|---|---|---|---|---|");
-    hold(&server, &format!("{label}, HTTP"), want, request, request);
+    hold(
+        &server,
+        &client,
+        &format!("{label}, HTTP"),
+        want,
+        request,
+        request,
+    );
     // The held connections are closed; let the server settle before the next baseline.
     std::thread::sleep(Duration::from_secs(2));
-    hold(&server, &format!("{label}, WebSocket"), want, upgrade, echo);
+    hold(
+        &server,
+        &client,
+        &format!("{label}, WebSocket"),
+        want,
+        upgrade,
+        echo,
+    );
     server.stop();
+}
+
+/// Without `--tls`: plain. With it: a certificate for `localhost` in a temporary directory
+/// (removed when the returned guard drops), `hello`'s flags to serve it, and a client that
+/// trusts it.
+fn tls_setup(tls: bool, extra: Vec<String>) -> (Client, Vec<String>, Option<TempDir>) {
+    if !tls {
+        return (Client::Plain, extra, None);
+    }
+    #[cfg(feature = "tls")]
+    {
+        use twinhttp::tls::rustls;
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .and_then(|p| p.self_signed(&key))
+            .expect("a certificate");
+        let dir = TempDir(std::env::temp_dir().join(format!("idle-conns-{}", std::process::id())));
+        std::fs::create_dir_all(&dir.0).expect("a temporary directory");
+        let (cert_pem, key_pem) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+        std::fs::write(&cert_pem, cert.pem()).expect("cert.pem");
+        std::fs::write(&key_pem, key.serialize_pem()).expect("key.pem");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.der().clone()).expect("trust it");
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut flags = vec![
+            "--tls-cert".to_owned(),
+            cert_pem.display().to_string(),
+            "--tls-key".to_owned(),
+            key_pem.display().to_string(),
+        ];
+        flags.extend(extra);
+        (Client::Tls(std::sync::Arc::new(config)), flags, Some(dir))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = extra;
+        eprintln!("--tls needs --features server,tls");
+        std::process::exit(2)
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(#[allow(dead_code)] std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Opens `want` connections with `open`, holds them idle, prints one table row, and checks a
 /// sample with `check`.
 fn hold(
     server: &ChildServer,
+    client: &Client,
     label: &str,
     want: usize,
-    open: fn(&mut TcpStream) -> std::io::Result<()>,
-    check: fn(&mut TcpStream) -> std::io::Result<()>,
+    open: fn(&mut Conn) -> std::io::Result<()>,
+    check: fn(&mut Conn) -> std::io::Result<()>,
 ) {
     let (threads0, rss0) = status(server);
     let started = Instant::now();
     let mut held = Vec::with_capacity(want);
     let mut failed = 0usize;
     for _ in 0..want {
-        let Some(mut s) = connect(server.addr) else {
+        let Some(mut s) = connect(client, server.addr) else {
             failed += 1;
             break;
         };
@@ -120,14 +212,23 @@ fn status(server: &ChildServer) -> (u64, u64) {
     (field("Threads:"), field("VmRSS:"))
 }
 
-fn connect(addr: SocketAddr) -> Option<TcpStream> {
+fn connect(client: &Client, addr: SocketAddr) -> Option<Conn> {
     let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    Some(s)
+    match client {
+        Client::Plain => Some(Box::new(s)),
+        #[cfg(feature = "tls")]
+        Client::Tls(config) => {
+            use twinhttp::tls::rustls;
+            let name = rustls::pki_types::ServerName::try_from("localhost").ok()?;
+            let conn = rustls::ClientConnection::new(config.clone(), name).ok()?;
+            Some(Box::new(rustls::StreamOwned::new(conn, s)))
+        }
+    }
 }
 
 /// Upgrades to WebSocket on `/ws`: reads the 101's head.
-fn upgrade(s: &mut TcpStream) -> std::io::Result<()> {
+fn upgrade(s: &mut Conn) -> std::io::Result<()> {
     s.write_all(
         b"GET /ws HTTP/1.1\r\nHost: idle\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
@@ -148,7 +249,7 @@ fn upgrade(s: &mut TcpStream) -> std::io::Result<()> {
 }
 
 /// One masked text frame ("ping", zero mask) and its echo.
-fn echo(s: &mut TcpStream) -> std::io::Result<()> {
+fn echo(s: &mut Conn) -> std::io::Result<()> {
     s.write_all(&[0x81, 0x84, 0, 0, 0, 0, b'p', b'i', b'n', b'g'])?;
     let mut frame = [0u8; 6];
     s.read_exact(&mut frame)?;
@@ -160,7 +261,7 @@ fn echo(s: &mut TcpStream) -> std::io::Result<()> {
 }
 
 /// One keep-alive request; reads the whole response (by its Content-Length).
-fn request(s: &mut TcpStream) -> std::io::Result<()> {
+fn request(s: &mut Conn) -> std::io::Result<()> {
     s.write_all(b"GET / HTTP/1.1\r\nHost: idle\r\n\r\n")?;
     let mut buf = [0u8; 1024];
     let mut got = Vec::new();

@@ -31,6 +31,7 @@
 //! | feature  | what it adds |
 //! |----------|--------------|
 //! | `server` | [`server::Server`], the thread-pool engine |
+//! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
 //!
 //! ## Examples
 //!
@@ -82,6 +83,15 @@ pub mod ws;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
+
+/// TLS (feature `tls`): rustls, re-exported so that its version is this crate's, and a
+/// configuration from PEM files. Serve it with `.tls(config)` on either builder.
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub mod tls {
+    pub use crate::net::tls::config_from_pem;
+    pub use rustls;
+}
 
 /// The README's Rust blocks, compiled as doctests so that what it shows keeps building.
 #[cfg(all(doctest, feature = "server"))]

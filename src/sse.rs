@@ -386,6 +386,18 @@ impl SseConn {
                 }
             }
             if self.written == self.out.len() {
+                // A transport that holds output (TLS) gets it out before the stream waits.
+                match sock.flush() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        return Next::Wait {
+                            write: true,
+                            deadline: self.sent.deadline(now),
+                        };
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return self.closed(),
+                }
                 if self.ending {
                     return self.closed();
                 }

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use support::{Client, Config, Engine, app, connect, raise_fd_limit, send, start_with};
+use support::{Client, Config, Engine, app, connect, raise_fd_limit, send, start_with, wait_open};
 
 /// Each held-connections test holds thousands of descriptors: one at a time.
 static HOLDING: Mutex<()> = Mutex::new(());
@@ -18,20 +18,6 @@ static HOLDING: Mutex<()> = Mutex::new(());
 const SILENT: usize = 2000;
 const HALF_HEAD: usize = 2000;
 const HALF_NEXT: usize = 200;
-
-/// Waits (bounded) until the server counts `n` open connections: every client above has been
-/// accepted, so the new client below really comes after them.
-fn wait_open(srv: &support::TestServer, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while srv.open_connections() < n {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {n} connections open",
-            srv.open_connections()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 fn slow_clients_do_not_stop_a_new_one(engine: Engine) {
     let _one = HOLDING.lock().unwrap_or_else(|e| e.into_inner());

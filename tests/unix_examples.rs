@@ -6,7 +6,7 @@
 mod child;
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -76,24 +76,12 @@ fn websocket_echo(path: &Path, route: &str) {
     );
 }
 
-/// The demo's `/sse` sends ids 1, 2, … a few times a second.
+/// The demo's `/sse` over the Unix socket.
 fn event_ids(path: &Path) -> Vec<String> {
-    let mut s = UnixStream::connect(path).expect("connect");
+    let s = UnixStream::connect(path).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    s.write_all(b"GET /sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .expect("send");
-    let mut ids = Vec::new();
-    for line in BufReader::new(s).lines() {
-        let line = line.expect("an event line");
-        if let Some(id) = line.strip_prefix("id: ") {
-            ids.push(id.to_owned());
-            if ids.len() == 2 {
-                break;
-            }
-        }
-    }
-    ids
+    support::event_ids(s)
 }
 
 #[test]

@@ -36,7 +36,8 @@ impl ChildServer {
         Self::spawn(cmd)
     }
 
-    /// Spawns a prepared command for a server that prints `http://ADDR` on its first stderr line.
+    /// Spawns a prepared command for a server that prints `http://ADDR` (or `https://ADDR`) on
+    /// its first stderr line.
     pub fn spawn(mut cmd: Command) -> ChildServer {
         let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn server");
         let mut line = String::new();
@@ -46,7 +47,7 @@ impl ChildServer {
         // pipe (nor blocks on a full one).
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let addr = line
-            .split("http://")
+            .split("://")
             .nth(1)
             .and_then(|s| s.split_whitespace().next())
             .and_then(|s| s.parse().ok())

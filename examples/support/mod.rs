@@ -33,6 +33,9 @@ pub struct Args {
     pub session_threads: bool,
     /// `--park-linger-us N`: server engine waits this long for the next request before parking.
     pub park_linger: Option<Duration>,
+    /// `--tls-cert PEM` and `--tls-key PEM`: serve HTTPS (feature `tls`).
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
 }
 
 const USAGE: &str =
@@ -40,7 +43,8 @@ const USAGE: &str =
          --engine server|reactor  --dispatch inline|pool
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
-         --no-park  --session-threads  --park-linger-us N (server engine)";
+         --no-park  --session-threads  --park-linger-us N (server engine)
+         --tls-cert PEM --tls-key PEM (HTTPS; feature tls)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -60,6 +64,8 @@ impl Args {
             no_park: false,
             session_threads: false,
             park_linger: None,
+            tls_cert: None,
+            tls_key: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -80,6 +86,8 @@ impl Args {
                 "--park-linger-us" => {
                     args.park_linger = Some(Duration::from_micros(number(&value()) as u64))
                 }
+                "--tls-cert" => args.tls_cert = Some(value()),
+                "--tls-key" => args.tls_key = Some(value()),
                 "-h" | "--help" => usage(""),
                 other => usage(&format!("unknown option {other}")),
             }
@@ -93,7 +101,27 @@ impl Args {
         if !matches!(args.accept.as_str(), "reuseport" | "thread") {
             usage("--accept is reuseport or thread");
         }
+        if args.tls_cert.is_some() != args.tls_key.is_some() {
+            usage("--tls-cert and --tls-key go together");
+        }
+        if args.tls_cert.is_some() && !cfg!(feature = "tls") {
+            usage("this build has no TLS: add --features tls");
+        }
         args
+    }
+
+    /// The TLS configuration from `--tls-cert` and `--tls-key`, if given; exits when the files
+    /// cannot be used.
+    #[cfg(feature = "tls")]
+    fn tls(&self) -> Option<std::sync::Arc<twinhttp::tls::rustls::ServerConfig>> {
+        let (cert, key) = (self.tls_cert.as_ref()?, self.tls_key.as_ref()?);
+        match twinhttp::tls::config_from_pem(cert.as_ref(), key.as_ref()) {
+            Ok(config) => Some(config),
+            Err(e) => {
+                eprintln!("cannot use the TLS certificate and key: {e}");
+                std::process::exit(1)
+            }
+        }
     }
 
     /// Starts `handler` on the chosen engine; exits with a message when it cannot.
@@ -114,6 +142,10 @@ impl Args {
                 if let Some(t) = self.park_linger {
                     b = b.park_linger(t);
                 }
+                #[cfg(feature = "tls")]
+                if let Some(config) = self.tls() {
+                    b = b.tls(config);
+                }
                 match &self.unix {
                     Some(path) => b.serve_unix(path, handler),
                     None => b.serve(&*self.addr, handler),
@@ -131,6 +163,10 @@ impl Args {
                 if self.dispatch == "pool" {
                     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
                     b = b.dispatch(Dispatch::Pool(self.workers.unwrap_or(4 * cores)));
+                }
+                #[cfg(feature = "tls")]
+                if let Some(config) = self.tls() {
+                    b = b.tls(config);
                 }
                 match &self.unix {
                     Some(path) => b.serve_unix(path, handler),
@@ -155,16 +191,24 @@ impl Args {
         let signals = Signals::install(name);
         let args = Args::parse();
         let running = args.serve(handler);
-        eprintln!("{name}: listening on {} ({})", running.url(), args.label());
+        eprintln!(
+            "{name}: listening on {} ({})",
+            running.url(args.tls_cert.is_some()),
+            args.label()
+        );
         running.until_signal(name, signals);
     }
 
     /// A label for the configuration, for log lines.
     pub fn label(&self) -> String {
-        match self.engine.as_str() {
+        let engine = match self.engine.as_str() {
             "reactor" => format!("reactor, {} dispatch", self.dispatch),
             _ if self.no_park => "server, thread per connection".to_owned(),
             _ => "server".to_owned(),
+        };
+        match self.tls_cert {
+            Some(_) => engine + ", TLS",
+            None => engine,
         }
     }
 }
@@ -201,14 +245,15 @@ impl Running {
         }
     }
 
-    /// `http://HOST:PORT`, or `unix:PATH` for a Unix domain socket.
-    pub fn url(&self) -> String {
+    /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
+    pub fn url(&self, tls: bool) -> String {
         let address = match self {
             #[cfg(feature = "server")]
             Running::Server(s) => s.address(),
             Running::Reactor(r) => r.address(),
         };
         match address {
+            twinhttp::Address::Tcp(a) if tls => format!("https://{a}"),
             twinhttp::Address::Tcp(a) => format!("http://{a}"),
             other => other.to_string(),
         }

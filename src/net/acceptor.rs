@@ -10,8 +10,8 @@ use polling::{Event, Events, Poller};
 
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
-use crate::net::transport::{Address, Listener, Stream};
-use crate::net::{AcceptError, classify_accept_error, refuse};
+use crate::net::transport::{Address, Listener, Stream, Wrap};
+use crate::net::{AcceptError, classify_accept_error};
 
 /// The listener's key in the acceptor's poller.
 const LISTENER: usize = 0;
@@ -25,6 +25,7 @@ pub(crate) struct Acceptor {
     poller: Arc<Poller>,
     control: Arc<Control>,
     max_connections: usize,
+    wrap: Wrap,
 }
 
 impl Acceptor {
@@ -32,6 +33,7 @@ impl Acceptor {
         listener: Listener,
         control: Arc<Control>,
         max_connections: usize,
+        wrap: Wrap,
     ) -> std::io::Result<Self> {
         let poller = Arc::new(Poller::new()?);
         let listener = Registered::level(poller.clone(), listener, Event::readable(LISTENER))?;
@@ -40,6 +42,7 @@ impl Acceptor {
             poller,
             control,
             max_connections,
+            wrap,
         })
     }
 
@@ -61,11 +64,15 @@ impl Acceptor {
             }
             loop {
                 match self.listener.get().accept() {
-                    Ok((mut stream, peer)) => {
+                    Ok((stream, peer)) => {
                         backoff = BACKOFF_MIN;
                         match self.control.admit(self.max_connections) {
-                            Some(open) => deliver(stream, peer, open),
-                            None => refuse(&mut *stream),
+                            Some(open) => {
+                                if let Some(stream) = self.wrap.serve(stream) {
+                                    deliver(stream, peer, open);
+                                }
+                            }
+                            None => self.wrap.refuse(stream),
                         }
                     }
                     Err(e) => match classify_accept_error(&e) {

@@ -130,7 +130,19 @@ pub(crate) fn write_all(
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    // A transport that holds output (TLS) gets it out too.
+    loop {
+        match stream.flush() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if wait(&stream.as_fd(), true, meter.deadline(Instant::now()), None).is_err() {
+                    return Err(timed_out());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Writes and clears `out`, measured by `meter`.

@@ -4,6 +4,8 @@
 pub(crate) mod acceptor;
 pub(crate) mod io;
 pub(crate) mod sys;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 pub(crate) mod transport;
 pub(crate) mod upgrade;
 

@@ -12,9 +12,15 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 /// A connected byte stream an engine serves: a TCP or Unix domain socket, or a transport that
-/// wraps one. The engines make it non-blocking and wait for it through its descriptor
+/// wraps one (TLS). The engines make it non-blocking and wait for it through its descriptor
 /// ([`AsFd`]); they read and write it through `Read` and `Write`, which answer `WouldBlock`
 /// when nothing can move now.
+///
+/// A transport that wraps a socket may hold bytes inside it. Output: once an engine has
+/// written its output it calls [`Write::flush`], which answers `WouldBlock` until what the
+/// transport holds is out (the engine then waits for the descriptor to be writable). Input:
+/// [`Transport::buffered_input`] says that a read would return bytes the socket no longer
+/// signals.
 pub trait Transport: Read + Write + AsFd + Any + Send {
     /// Shuts the write side: the peer reads the end of the stream (the engines' lingering close
     /// after an error, and a refused connection's 503).
@@ -29,6 +35,13 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     /// files are copied through `write`.
     fn sendfile_fd(&self) -> Option<BorrowedFd<'_>> {
         None
+    }
+
+    /// True when input is buffered inside the transport (decrypted, say) with nothing left in
+    /// the socket for it: a read returns it at once, and the socket's readiness will not tell.
+    /// The engines read it before they wait. A plain socket buffers nothing (`false`).
+    fn buffered_input(&self) -> bool {
+        false
     }
 }
 
@@ -63,6 +76,42 @@ pub(crate) const UNSPECIFIED: std::net::SocketAddr =
 /// A connection's stream as the engines hold it.
 pub(crate) type Stream = Box<dyn Transport>;
 
+/// What an engine does to a connection it accepted before serving it: nothing, or TLS.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Wrap {
+    #[default]
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(super::tls::Tls),
+}
+
+impl Wrap {
+    /// An admitted connection, ready to serve; `None` (logged) when it cannot be wrapped.
+    pub(crate) fn serve(&self, stream: Stream) -> Option<Stream> {
+        match self {
+            Wrap::Plain => Some(stream),
+            #[cfg(feature = "tls")]
+            Wrap::Tls(tls) => match tls.wrap(stream) {
+                Ok(stream) => Some(stream),
+                Err(e) => {
+                    log::warn!("tls: {e}");
+                    None
+                }
+            },
+        }
+    }
+
+    /// A connection over the open-connection limit: a plain one is answered `503`; a TLS one
+    /// is closed (answering would cost a handshake, the very work the limit sheds).
+    pub(crate) fn refuse(&self, mut stream: Stream) {
+        match self {
+            Wrap::Plain => super::refuse(&mut *stream),
+            #[cfg(feature = "tls")]
+            Wrap::Tls(_) => drop(stream),
+        }
+    }
+}
+
 /// A boxed transport is one too (the engines hold connections as `Box<dyn Transport>`).
 impl<T: Transport + ?Sized> Transport for Box<T> {
     fn shutdown_write(&mut self) -> io::Result<()> {
@@ -73,6 +122,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn sendfile_fd(&self) -> Option<BorrowedFd<'_>> {
         (**self).sendfile_fd()
+    }
+    fn buffered_input(&self) -> bool {
+        (**self).buffered_input()
     }
 }
 

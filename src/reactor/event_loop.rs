@@ -17,7 +17,7 @@ use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream};
-use crate::net::{AcceptError, classify_accept_error, refuse, upgrade};
+use crate::net::{AcceptError, classify_accept_error, upgrade};
 
 /// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
 const LISTENER: usize = usize::MAX - 1;
@@ -345,11 +345,15 @@ impl<H: Handler> EventLoop<H> {
             };
             let accepted = listener.get().accept();
             match accepted {
-                Ok((mut stream, peer)) => {
+                Ok((stream, peer)) => {
                     self.backoff = BACKOFF_MIN;
                     match self.control.admit(self.cfg.max_connections) {
-                        Some(open) => self.add(stream, peer, open, now),
-                        None => refuse(&mut *stream),
+                        Some(open) => {
+                            if let Some(stream) = self.cfg.wrap.serve(stream) {
+                                self.add(stream, peer, open, now);
+                            }
+                        }
+                        None => self.cfg.wrap.refuse(stream),
                     }
                 }
                 Err(e) => match classify_accept_error(&e) {

@@ -39,7 +39,7 @@ use polling::Poller;
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
-use crate::net::transport::{Address, Listener, UNSPECIFIED};
+use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
 
@@ -77,6 +77,8 @@ pub(crate) struct Config {
     pub(crate) min_request_body_rate: Option<MinRate>,
     pub(crate) min_response_rate: Option<MinRate>,
     pub(crate) limits: Limits,
+    /// Plain, or TLS ([`Builder::tls`]).
+    pub(crate) wrap: Wrap,
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.
@@ -101,6 +103,7 @@ impl Default for Builder {
                 min_request_body_rate: Some(MinRate::default()),
                 min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
+                wrap: Wrap::Plain,
             },
         }
     }
@@ -131,6 +134,19 @@ impl Builder {
     /// Most open connections; beyond it new ones get `503` and are closed. Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.cfg.max_connections = n.max(1);
+        self
+    }
+
+    /// Serves TLS (`https://`, and `wss://` WebSockets) with this rustls configuration, on every
+    /// listener this builder serves (TCP or Unix). The handshake runs in the engine's first
+    /// non-blocking reads of a connection, under the header-read deadline: never on the accept
+    /// thread, never on a worker. Files are copied through the encryption rather than sent with
+    /// `sendfile(2)`. Give the configuration ALPN `http/1.1`
+    /// ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default: plain.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
+        self.cfg.wrap = Wrap::Tls(crate::net::tls::Tls(config));
         self
     }
 
@@ -276,7 +292,12 @@ impl Builder {
         }
         drop(jobs_tx);
         if let Some(listener) = shared_listener {
-            let acceptor = Acceptor::new(listener, control.clone(), cfg.max_connections)?;
+            let acceptor = Acceptor::new(
+                listener,
+                control.clone(),
+                cfg.max_connections,
+                cfg.wrap.clone(),
+            )?;
             wakers.push(acceptor.waker());
             threads.push(spawn("twinhttp-accept", move || {
                 let mut next = 0usize;

@@ -155,6 +155,7 @@ pub(crate) fn expire(mut conn: Connection, buffers: &Buffers, now: Instant) -> O
             // A fresh error response fits the socket's buffer; what does not fit is lost with
             // the connection either way.
             let _ = conn.stream().write(&out);
+            let _ = conn.stream().flush();
             linger(conn, now)
         }
     }

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running, spawn};
 use crate::net::acceptor::Acceptor;
-use crate::net::transport::{Address, Listener, UNSPECIFIED};
+use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
 /// What the thread-pool engine parks: connections that wait in its poller, watched by one thread,
@@ -76,6 +76,8 @@ pub struct Builder {
     parking: Parking,
     park_linger: Duration,
     limits: Limits,
+    /// Plain, or TLS ([`Builder::tls`]).
+    wrap: Wrap,
 }
 
 impl Default for Builder {
@@ -92,6 +94,7 @@ impl Default for Builder {
             parking: Parking::All,
             park_linger: Duration::ZERO,
             limits: Limits::default(),
+            wrap: Wrap::Plain,
         }
     }
 }
@@ -114,6 +117,19 @@ impl Builder {
     /// Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// Serves TLS (`https://`, and `wss://` WebSockets) with this rustls configuration, on every
+    /// listener this builder serves (TCP or Unix). The handshake runs in the engine's first
+    /// non-blocking reads of a connection, under the header-read deadline: never on the accept
+    /// thread, never on a worker. Files are copied through the encryption rather than sent with
+    /// `sendfile(2)`. Give the configuration ALPN `http/1.1`
+    /// ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default: plain.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
+        self.wrap = Wrap::Tls(crate::net::tls::Tls(config));
         self
     }
 
@@ -234,7 +250,12 @@ impl Builder {
             control: control.clone(),
         });
         let mut threads = Vec::new();
-        let acceptor = Acceptor::new(listener, control.clone(), self.max_connections)?;
+        let acceptor = Acceptor::new(
+            listener,
+            control.clone(),
+            self.max_connections,
+            self.wrap.clone(),
+        )?;
         let waker = acceptor.waker();
         let queue = tx.clone();
         let admit = parker.clone();

@@ -89,12 +89,15 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                 }
                 _ => serve(shared, conn, &mut scratch),
             };
-            if let (Some(idle), Some(parker)) = (idle, &shared.parker) {
+            if let (Some(mut idle), Some(parker)) = (idle, &shared.parker) {
                 if idle.session().is_some_and(|s| s.has_more()) {
                     // A busy WebSocket yields after its budget, as on the reactor.
                     if let Err(conn) = parker.requeue(idle) {
                         next = Some(conn);
                     }
+                } else if idle.stream().buffered_input() {
+                    // Input its transport already decrypted (TLS) raises no event: served now.
+                    next = Some(idle);
                 } else {
                     match parker.park(idle) {
                         Parking::Parked => {}

@@ -112,8 +112,9 @@ impl Write for WsIo<'_> {
             }
         }
     }
+    /// A transport that holds output (TLS) gets it out: `WouldBlock` until it is.
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.stream.flush()
     }
 }
 

@@ -11,6 +11,9 @@ use std::time::Duration;
 use twinhttp::ws::RequestExt;
 use twinhttp::{Body, Handler, Limits, MinRate, Request, Response};
 
+#[cfg(feature = "tls")]
+pub mod tls;
+
 /// The engine configurations every behaviour test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -64,6 +67,9 @@ pub struct Config {
     pub idle_timeout: Duration,
     pub body_rate: Option<MinRate>,
     pub response_rate: Option<MinRate>,
+    /// Serve TLS with this configuration (feature `tls`).
+    #[cfg(feature = "tls")]
+    pub tls: Option<std::sync::Arc<twinhttp::tls::rustls::ServerConfig>>,
 }
 
 impl Default for Config {
@@ -76,6 +82,8 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(10),
             body_rate: Some(MinRate::default()),
             response_rate: Some(MinRate::default()),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -166,6 +174,11 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                     Engine::Server => twinhttp::server::Parking::All,
                     _ => twinhttp::server::Parking::Off,
                 });
+            #[cfg(feature = "tls")]
+            let b = match cfg.tls.clone() {
+                Some(config) => b.tls(config),
+                None => b,
+            };
             match on {
                 On::Tcp => b.serve("127.0.0.1:0", handler),
                 On::Unix(path) => b.serve_unix(path, handler),
@@ -186,6 +199,11 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits);
+            #[cfg(feature = "tls")]
+            let b = match cfg.tls.clone() {
+                Some(config) => b.tls(config),
+                None => b,
+            };
             match on {
                 On::Tcp => b.serve("127.0.0.1:0", handler),
                 On::Unix(path) => b.serve_unix(path, handler),
@@ -460,6 +478,39 @@ pub fn probe(addr: SocketAddr, bytes: &[u8]) -> (Raw, Client) {
     let mut c = Client::new(addr);
     let r = c.roundtrip(bytes);
     (r, c)
+}
+
+/// Waits (bounded) until the server counts `n` open connections: every client opened before has
+/// been accepted, so a client opened after really comes after them.
+pub fn wait_open(srv: &TestServer, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while srv.open_connections() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} of {n} connections open",
+            srv.open_connections()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The ids of the first two events of the demo's `/sse` (ids 1, 2, … a few times a second),
+/// over any stream.
+pub fn event_ids(mut stream: impl Read + Write) -> Vec<String> {
+    stream
+        .write_all(b"GET /sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("send");
+    let mut ids = Vec::new();
+    for line in BufReader::new(stream).lines() {
+        let line = line.expect("an event line");
+        if let Some(id) = line.strip_prefix("id: ") {
+            ids.push(id.to_owned());
+            if ids.len() == 2 {
+                break;
+            }
+        }
+    }
+    ids
 }
 
 /// Threads of this process, from /proc.

@@ -179,7 +179,15 @@ impl Busy {
         }
         self.out.clear();
         self.written = 0;
-        Ok(true)
+        // A transport that holds output (TLS) gets it out before the connection waits.
+        loop {
+            return match stream.flush() {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => Err(()),
+            };
+        }
     }
 
     /// Reads once from the socket; a head may grow the buffer up to `max_head`.

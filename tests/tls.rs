@@ -1,0 +1,290 @@
+//! TLS on every engine configuration, over a real rustls client: the core HTTP behaviours
+//! (keep-alive, pipelining, chunked both ways, `100-continue`, error statuses, streamed and
+//! sized bodies), WebSocket over TLS, graceful shutdown with `close_notify`, and bad input: bytes
+//! that are not TLS, a ClientHello trickled a byte at a time, a handshake that stops half-way,
+//! and many silent connections that must not keep a new client from being served (on every
+//! configuration that parks connections).
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use support::tls::Pki;
+use support::{Config, Engine, app, echo_websocket, start_with};
+
+fn tls_server(engine: Engine, pki: &Pki, cfg: Config) -> support::TestServer {
+    start_with(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            ..cfg
+        },
+        app,
+    )
+}
+
+fn keep_alive_and_pipelining(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    let r = c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (200, "Hello, World!"));
+    // Three requests in one write: three responses in order on the same TLS session.
+    c.send_all(
+        b"GET /status/201 HTTP/1.1\r\nHost: t\r\n\r\nGET /method HTTP/1.1\r\nHost: t\r\n\r\nGET /status/202 HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    assert_eq!(c.response().status, 201);
+    assert_eq!(c.response().text(), "GET");
+    assert_eq!(c.response().status, 202);
+    assert_eq!(srv.open_connections(), 1, "one connection throughout");
+}
+
+fn bodies_both_ways(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    // A chunked request body in, echoed; a chunked response out.
+    let r = c.roundtrip(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    );
+    assert_eq!((r.status, r.text().as_str()), (200, "hello world"));
+    let r = c.roundtrip(b"GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.text(), "part1;part2;part3;");
+    let r = c.roundtrip(b"GET /sized HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.text(), "0123456789");
+    // A body larger than one TLS record (16 KiB) both ways.
+    let big = vec![b'x'; 100_000];
+    let mut req = format!(
+        "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+        big.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&big);
+    let r = c.roundtrip(&req);
+    assert_eq!((r.status, r.body.len()), (200, big.len()));
+}
+
+fn expect_continue(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    c.send_all(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    );
+    let interim = c.read_response(false).expect("100 Continue");
+    assert_eq!(interim.status, 100);
+    c.send_all(b"hello");
+    let r = c.response();
+    assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+}
+
+fn error_status_closes_cleanly(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    let r = c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
+    assert_eq!(r.status, 400);
+    assert!(r.closes());
+    // The lingering close sends close_notify before the end of the stream.
+    assert!(c.closed_cleanly(), "close_notify, then EOF");
+}
+
+fn websocket_over_tls(engine: Engine) {
+    let pki = Pki::new();
+    let srv = start_with(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            ..Config::default()
+        },
+        echo_websocket,
+    );
+    let stream = pki.connect(srv.addr);
+    let (mut ws, resp) = tungstenite::client("wss://localhost/", stream).expect("wss handshake");
+    assert_eq!(resp.status(), 101);
+    for text in ["one", "two", &"x".repeat(40_000)] {
+        ws.send(tungstenite::Message::text(text)).expect("send");
+        let back = ws.read().expect("echo");
+        assert_eq!(back.into_text().expect("text").as_str(), text);
+    }
+    ws.close(None).expect("close");
+    while ws.read().is_ok() {}
+}
+
+/// A file over TLS: the server engine cannot `sendfile(2)` into an encrypted stream, so it copies
+/// through the transport; the bytes and a range must come out the same.
+fn files_are_copied_through_tls(engine: Engine) {
+    let pki = Pki::new();
+    let path = std::env::temp_dir().join(format!(
+        "twinhttp-tls-file-{}-{engine:?}.bin",
+        std::process::id()
+    ));
+    let bytes: Vec<u8> = (0..300_000).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &bytes).expect("write the file");
+    let served = path.clone();
+    let srv = start_with(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            ..Config::default()
+        },
+        move |req: &mut twinhttp::Request<'_>| twinhttp::Response::file(req, &served),
+    );
+    let mut c = pki.client(srv.addr);
+    let r = c.roundtrip(b"GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body == bytes,
+        "the whole file, {} of {} bytes",
+        r.body.len(),
+        bytes.len()
+    );
+    let r = c.roundtrip(b"GET /f HTTP/1.1\r\nHost: t\r\nRange: bytes=100000-100009\r\n\r\n");
+    assert_eq!((r.status, &r.body[..]), (206, &bytes[100_000..100_010]));
+    let _ = std::fs::remove_file(&path);
+}
+
+fn shutdown_sends_close_notify(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    srv.shutdown(Duration::from_secs(5)).expect("graceful");
+    assert!(
+        c.closed_cleanly(),
+        "an idle TLS connection ends with close_notify"
+    );
+}
+
+fn not_tls_is_refused_and_the_server_goes_on(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let mut raw = TcpStream::connect(srv.addr).expect("connect");
+    raw.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    // rustls answers a record that is not TLS with an alert (a TLS record: content type 21),
+    // then the connection closes.
+    let mut back = Vec::new();
+    let _ = raw.read_to_end(&mut back);
+    assert!(
+        back.is_empty() || back[0] == 21,
+        "an alert or nothing, not HTTP: {back:?}"
+    );
+    let mut c = pki.client(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+}
+
+fn trickled_client_hello_is_served(engine: Engine) {
+    let pki = Pki::new();
+    let srv = tls_server(engine, &pki, Config::default());
+    let hello = pki.client_hello();
+    let mut raw = TcpStream::connect(srv.addr).expect("connect");
+    raw.set_nodelay(true).expect("nodelay");
+    raw.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    for b in &hello {
+        raw.write_all(std::slice::from_ref(b)).expect("one byte");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The server's first flight (a handshake record: content type 22) comes back.
+    let mut first = [0u8; 1];
+    raw.read_exact(&mut first).expect("the ServerHello");
+    assert_eq!(first[0], 22);
+}
+
+fn half_handshake_closes_at_the_header_deadline(engine: Engine) {
+    let pki = Pki::new();
+    let timeout = Duration::from_millis(800);
+    let srv = tls_server(
+        engine,
+        &pki,
+        Config {
+            header_read_timeout: timeout,
+            ..Config::default()
+        },
+    );
+    let hello = pki.client_hello();
+    let mut raw = TcpStream::connect(srv.addr).expect("connect");
+    raw.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let start = Instant::now();
+    // Half a ClientHello, then nothing.
+    raw.write_all(&hello[..hello.len() / 2]).expect("send");
+    let mut sink = Vec::new();
+    let _ = raw.read_to_end(&mut sink);
+    let closed = start.elapsed();
+    assert!(
+        closed >= timeout.mul_f32(0.9) && closed < timeout * 4,
+        "closed after {closed:?}, the header-read deadline is {timeout:?}"
+    );
+}
+
+fn silent_connections_do_not_stop_new_clients(engine: Engine) {
+    support::raise_fd_limit();
+    let pki = Pki::new();
+    let srv = tls_server(
+        engine,
+        &pki,
+        Config {
+            max_connections: 5000,
+            ..Config::default()
+        },
+    );
+    let silent: Vec<TcpStream> = (0..2000)
+        .map(|_| TcpStream::connect(srv.addr).expect("connect"))
+        .collect();
+    support::wait_open(&srv, silent.len());
+    let start = Instant::now();
+    let mut c = pki.client(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let served = start.elapsed();
+    assert!(
+        served < Duration::from_secs(1),
+        "a new TLS client waited {served:?} behind 2,000 silent connections"
+    );
+    drop(silent);
+}
+
+engine_tests!(
+    keep_alive_and_pipelining,
+    bodies_both_ways,
+    expect_continue,
+    error_status_closes_cleanly,
+    websocket_over_tls,
+    files_are_copied_through_tls,
+    shutdown_sends_close_notify,
+    not_tls_is_refused_and_the_server_goes_on,
+    trickled_client_hello_is_served,
+    half_handshake_closes_at_the_header_deadline,
+);
+
+/// Every configuration that parks what is not a request: not the server engine with parking off,
+/// whose shape is a worker per connection (tests/thread_per_connection.rs).
+mod parking {
+    #[cfg(feature = "server")]
+    #[test]
+    fn server_silent_connections_do_not_stop_new_clients() {
+        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::Server)
+    }
+    #[test]
+    fn reactor_inline_silent_connections_do_not_stop_new_clients() {
+        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::ReactorInline)
+    }
+    #[test]
+    fn reactor_pool_silent_connections_do_not_stop_new_clients() {
+        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::ReactorPool)
+    }
+}
