@@ -153,6 +153,19 @@ impl RequestHead {
             .map(|&(n, v)| (self.str(n), v.get(&self.buf)))
     }
 
+    /// The head of `raw`, which must be one whole request head (for unit tests).
+    #[cfg(test)]
+    pub(crate) fn parsed(raw: &[u8]) -> RequestHead {
+        let mut head = RequestHead::default();
+        let parsed = crate::http::parse::parse_head(raw, &crate::Limits::default(), &mut head);
+        assert!(
+            matches!(parsed, Ok(Some(_))),
+            "{parsed:?}: {}",
+            String::from_utf8_lossy(raw)
+        );
+        head
+    }
+
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) fn wants_keep_alive(&self) -> bool {
         match self.version {
