@@ -258,8 +258,7 @@ pub fn app(req: &mut Request<'_>) -> Response {
         "/panic" => panic!("handler panic on purpose"),
         "/sleep" => {
             let ms = req
-                .query()
-                .and_then(|q| q.strip_prefix("ms="))
+                .query_param("ms")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(100);
             std::thread::sleep(Duration::from_millis(ms));
