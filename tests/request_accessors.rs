@@ -44,7 +44,7 @@ fn query_pairs_are_decoded(engine: Engine) {
         ),
     ];
     for (target, want) in cases {
-        let r = c.roundtrip(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.request(&format!("GET {target}"), "");
         assert_eq!((r.status, r.text().as_str()), (200, *want), "{target}");
     }
 }
@@ -67,7 +67,7 @@ fn the_path_is_percent_decoded(engine: Engine) {
         ("/bad%C3%28", 400, ""),
     ];
     for (target, status, body) in cases {
-        let r = c.roundtrip(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.request(&format!("GET {target}"), "");
         assert_eq!((r.status, r.text().as_str()), (*status, *body), "{target}");
         assert!(!r.closes(), "{target}: the connection stays open");
     }
@@ -87,7 +87,7 @@ fn cookies_from_every_cookie_field(engine: Engine) {
         ("Cookie: enc=a%20b\r\n", "enc=a%20b | session=-"),
     ];
     for (fields, want) in cases {
-        let r = c.roundtrip(format!("GET /cookies HTTP/1.1\r\nHost: t\r\n{fields}\r\n").as_bytes());
+        let r = c.request("GET /cookies", fields);
         assert_eq!((r.status, r.text().as_str()), (200, *want), "{fields:?}");
     }
 }

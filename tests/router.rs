@@ -78,7 +78,7 @@ fn routes_and_params(engine: Engine) {
         ("GET /form", 200, "form GET"),
     ];
     for (line, status, body) in cases {
-        let r = c.roundtrip(format!("{line} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.request(line, "");
         assert_eq!((r.status, r.text().as_str()), (*status, *body), "{line}");
     }
     // A body read by a routed handler, with Content-Length and chunked, on one connection.
@@ -130,9 +130,7 @@ fn wrong_method_is_405_with_allow(engine: Engine) {
         ("get /", "GET, HEAD"),
     ];
     for (line, allow) in cases {
-        let r = c.roundtrip(
-            format!("{line} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").as_bytes(),
-        );
+        let r = c.request(line, "Content-Length: 0\r\n");
         assert_eq!((r.status, r.header("allow")), (405, Some(*allow)), "{line}");
         // Not the fallback: the path exists.
         assert!(!r.text().contains("fallback"), "{line}");
@@ -151,7 +149,7 @@ fn unknown_paths_are_404(engine: Engine) {
         "/files/",
         "/apix",
     ] {
-        let r = c.roundtrip(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.request(&format!("GET {path}"), "");
         assert_eq!(r.status, 404, "{path}");
     }
 }
@@ -171,9 +169,7 @@ fn nested_routes_and_fallbacks(engine: Engine) {
         ("POST /nope", 404, "fallback /nope"),
     ];
     for (line, status, body) in cases {
-        let r = c.roundtrip(
-            format!("{line} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").as_bytes(),
-        );
+        let r = c.request(line, "Content-Length: 0\r\n");
         assert_eq!((r.status, r.text().as_str()), (*status, *body), "{line}");
     }
 }
@@ -188,7 +184,7 @@ fn bad_percent_encoding_is_400_not_a_panic(engine: Engine) {
         "/files/%FF",
         "/files/%C3%28",
     ] {
-        let r = c.roundtrip(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.request(&format!("GET {path}"), "");
         assert_eq!(r.status, 400, "{path}");
         assert!(
             !r.closes(),

@@ -365,6 +365,12 @@ impl<S: Read + Write> Client<S> {
         self.response()
     }
 
+    /// Sends `line` (a method and a target) as an HTTP/1.1 request with `Host` and `fields` (each
+    /// ending in CRLF) and no body, and reads the response.
+    pub fn request(&mut self, line: &str, fields: &str) -> Raw {
+        self.roundtrip(format!("{line} HTTP/1.1\r\nHost: t\r\n{fields}\r\n").as_bytes())
+    }
+
     pub fn response(&mut self) -> Raw {
         self.read_response(false).expect("a response")
     }
