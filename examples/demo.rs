@@ -1,4 +1,4 @@
-//! A server showing each feature on its own route; `GET /routes` lists them.
+//! A server showing each feature on its own route of a `Router`; `GET /routes` lists them.
 //!
 //! `cargo run --release --example demo --features server`
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use twinhttp::sse::{Event, SseSender};
 use twinhttp::ws::{RequestExt, WsMessage, WsSender};
-use twinhttp::{Body, Request, Response};
+use twinhttp::{Body, Request, Response, Router};
 
 const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/", "Hello, World!"),
@@ -62,22 +62,13 @@ fn ticker() {
     }
 }
 
-fn demo(req: &mut Request<'_>) -> Response {
-    // The accessors return the request's own data, so the body can be read while they are held.
-    match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/") => Response::text("Hello, World!"),
-        ("POST", "/echo") => match req.read_body() {
-            Ok(body) => Response::new(200)
-                .with_content_type(
-                    req.header("content-type")
-                        .unwrap_or("application/octet-stream")
-                        .to_owned(),
-                )
-                .with_body(body),
-            // The server answers 400/413 itself when the body was malformed or too large.
-            Err(_) => Response::new(400),
-        },
-        ("GET" | "HEAD", "/stream") => {
+/// The routes: `HEAD` is answered by each `GET` route, a known path with another method gets
+/// `405` with `Allow`, anything else `404`.
+fn demo() -> Router {
+    Router::new()
+        .get("/", |_| Response::text("Hello, World!"))
+        .post("/echo", echo)
+        .get("/stream", |_| {
             let chunks = (1..=5).map(|i| {
                 if i > 1 {
                     std::thread::sleep(Duration::from_millis(100));
@@ -85,43 +76,60 @@ fn demo(req: &mut Request<'_>) -> Response {
                 format!("chunk {i}\n").into_bytes()
             });
             Response::text(Body::chunks(chunks))
-        }
-        ("GET" | "HEAD", "/routes") => Response::html(routes_page()),
-        ("GET", "/ws") => match req.upgrade_websocket() {
+        })
+        .get("/status/{code}", |req| {
+            match req.param("code").map(str::parse::<u16>) {
+                Some(Ok(code)) if (200..600).contains(&code) => Response::new(code),
+                _ => Response::new(400),
+            }
+        })
+        .get("/ws", |req| match req.upgrade_websocket() {
             Ok(upgrade) => upgrade.accept(|ws: &WsSender, msg: WsMessage| {
                 let _ = ws.send(msg);
             }),
             Err(refusal) => refusal,
-        },
-        ("GET", "/sse") => {
-            static TICKER: Once = Once::new();
-            TICKER.call_once(|| {
-                std::thread::spawn(ticker);
-            });
-            let next = req
-                .last_event_id()
-                .and_then(|id| id.parse::<u64>().ok())
-                .map_or(1, |id| id + 1);
-            let (response, events) = Response::event_stream();
-            STREAMS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((events, next));
-            response
-        }
-        ("GET" | "HEAD", "/file") => Response::file(
-            req,
-            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.rs"),
-        ),
-        ("GET" | "HEAD", p) if p.starts_with("/status/") => {
-            match p["/status/".len()..].parse::<u16>() {
-                Ok(code) if (200..600).contains(&code) => Response::new(code),
-                _ => Response::new(400),
-            }
-        }
-        (_, "/" | "/echo" | "/stream" | "/routes" | "/ws" | "/sse" | "/file") => Response::new(405),
-        _ => Response::new(404),
+        })
+        .get("/sse", sse)
+        .get("/file", |req| {
+            Response::file(
+                req,
+                concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.rs"),
+            )
+        })
+        .get("/routes", |_| Response::html(routes_page()))
+}
+
+fn echo(req: &mut Request<'_>) -> Response {
+    // The accessors return the request's own data, so the body can be read while they are held.
+    let content_type = req.header("content-type");
+    match req.read_body() {
+        Ok(body) => Response::new(200)
+            .with_content_type(
+                content_type
+                    .unwrap_or("application/octet-stream")
+                    .to_owned(),
+            )
+            .with_body(body),
+        // The server answers 400/413 itself when the body was malformed or too large.
+        Err(_) => Response::new(400),
     }
+}
+
+fn sse(req: &mut Request<'_>) -> Response {
+    static TICKER: Once = Once::new();
+    TICKER.call_once(|| {
+        std::thread::spawn(ticker);
+    });
+    let next = req
+        .last_event_id()
+        .and_then(|id| id.parse::<u64>().ok())
+        .map_or(1, |id| id + 1);
+    let (response, events) = Response::event_stream();
+    STREAMS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((events, next));
+    response
 }
 
 fn routes_page() -> String {
@@ -140,7 +148,7 @@ fn main() {
     support::init_logger();
     let signals = support::Signals::install("demo");
     let args = support::Args::parse();
-    let running = args.serve(demo);
+    let running = args.serve(demo());
     eprintln!(
         "demo: listening on {} ({}) (routes: /routes)",
         running.url(args.tls_cert.is_some()),

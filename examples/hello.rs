@@ -18,7 +18,7 @@ fn hello(req: &mut Request<'_>) -> Response {
     match req.path() {
         "/" => Response::text("Hello, World!"),
         "/cpu" => {
-            let us = support::query_number(req.query(), "us").unwrap_or(100);
+            let us = number(req, "us").unwrap_or(100);
             let until = Instant::now() + Duration::from_micros(us);
             let mut x = 0u64;
             while Instant::now() < until {
@@ -27,7 +27,7 @@ fn hello(req: &mut Request<'_>) -> Response {
             Response::text("done")
         }
         "/sleep" => {
-            let ms = support::query_number(req.query(), "ms").unwrap_or(10);
+            let ms = number(req, "ms").unwrap_or(10);
             std::thread::sleep(Duration::from_millis(ms));
             Response::text("slept")
         }
@@ -39,6 +39,11 @@ fn hello(req: &mut Request<'_>) -> Response {
         },
         _ => Response::new(404),
     }
+}
+
+/// The query parameter `name` as a number, if it is one.
+fn number(req: &Request<'_>, name: &str) -> Option<u64> {
+    req.query_param(name)?.parse().ok()
 }
 
 fn main() {

@@ -9,7 +9,7 @@ use crate::http::conn::Conn;
 use crate::http::parse::parse_head;
 use crate::http::reader::{BodyReader, Source};
 use crate::http::request::{BodyFraming, RequestHead};
-use crate::{Handler, Limits};
+use crate::{Handler, Limits, Request, Response};
 
 /// Parses request heads with reused storage, as an engine does.
 #[derive(Default)]
@@ -24,6 +24,29 @@ impl HeadParser {
         parse_head(bytes, &self.limits, &mut self.head)
             .ok()
             .flatten()
+    }
+}
+
+/// One parsed request with no body, handed to a handler as an engine hands it, without a
+/// connection: what a handler call costs alone (the router bench).
+pub struct OneRequest {
+    head: RequestHead,
+}
+
+impl OneRequest {
+    /// The request of `bytes`, one whole head; `None` when it does not parse.
+    pub fn new(bytes: &[u8]) -> Option<OneRequest> {
+        let mut head = RequestHead::default();
+        parse_head(bytes, &Limits::default(), &mut head)
+            .ok()
+            .flatten()?;
+        Some(OneRequest { head })
+    }
+
+    /// Runs `handler` on the request.
+    pub fn call(&self, handler: &impl Handler) -> Response {
+        let mut body: &[u8] = b"";
+        handler.handle(&mut Request::new(&self.head, &mut body, None))
     }
 }
 

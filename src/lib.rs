@@ -19,6 +19,11 @@
 //!   drives the frames, one [`ws::WsHandler`] runs the callbacks and a [`ws::WsSender`] pushes
 //!   from any thread. **[`sse`]**: server-sent events ([`Response::event_stream`]).
 //!   [`Response::file`] serves files with ranges and conditional requests.
+//! - **[`Router`]**: a [`Handler`] that routes by method and path pattern (on `matchit`), with
+//!   path parameters ([`Request::param`]), `HEAD` answered by `GET` routes, `405` with `Allow`,
+//!   nesting and a fallback; it runs on both engines like any handler. [`Request`] also reads
+//!   the query as decoded pairs ([`Request::query_pairs`]), the path percent-decoded
+//!   ([`Request::path_decoded`]) and cookies ([`Request::cookies`]).
 //!
 //! ## Choosing
 //!
@@ -59,6 +64,23 @@
 //! inline.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
+//!
+//! Routes, with parameters, on either engine:
+//!
+//! ```no_run
+//! use twinhttp::{Response, Router, reactor::Reactor};
+//!
+//! let app = Router::new()
+//!     .get("/", |_| Response::text("Hello, World!"))
+//!     .get("/users/{id}", |req| {
+//!         let id = req.param("id").unwrap_or_default();
+//!         let page = req.query_param("page").unwrap_or_default();
+//!         Response::text(format!("user {id}, page {page}"))
+//!     });
+//! let reactor = Reactor::builder().serve("127.0.0.1:8080", app)?;
+//! # reactor.shutdown(std::time::Duration::from_secs(1))?;
+//! # Ok::<(), twinhttp::Error>(())
+//! ```
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -77,6 +99,7 @@ mod limits;
 mod net;
 mod rate;
 pub mod reactor;
+mod router;
 pub mod sse;
 pub mod ws;
 
@@ -107,3 +130,4 @@ pub use limits::Limits;
 pub use net::transport::{Address, Listener, Transport};
 pub use net::upgrade::Upgraded;
 pub use rate::MinRate;
+pub use router::Router;

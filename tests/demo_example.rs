@@ -90,6 +90,20 @@ fn demo_routes(flags: &[&str]) {
     for route in ["/echo", "/stream", "/status/{code}", "/routes"] {
         assert!(page.text().contains(route), "routes page lists {route}");
     }
+    // Routed by a Router: a known path with another method, an unknown path, a bad parameter.
+    let r = c.roundtrip(b"DELETE /echo HTTP/1.1\r\nHost: d\r\n\r\n");
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    let r = c.roundtrip(b"POST /routes HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    assert_eq!(
+        c.roundtrip(b"GET /nope HTTP/1.1\r\nHost: d\r\n\r\n").status,
+        404
+    );
+    assert_eq!(
+        c.roundtrip(b"GET /status/abc HTTP/1.1\r\nHost: d\r\n\r\n")
+            .status,
+        400
+    );
 }
 
 fn demo_rfc_probes(flags: &[&str]) {

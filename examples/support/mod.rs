@@ -311,11 +311,3 @@ fn usage(problem: &str) -> ! {
     eprintln!("{USAGE}");
     std::process::exit(2)
 }
-
-/// The value of `key` in a query string, parsed as a number.
-pub fn query_number(query: Option<&str>, key: &str) -> Option<u64> {
-    query?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-        .and_then(|v| v.parse().ok())
-}

@@ -5,6 +5,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 
 use crate::net::transport::Address;
+use crate::router::RouteParams;
 
 /// The HTTP version of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -153,6 +154,19 @@ impl RequestHead {
             .map(|&(n, v)| (self.str(n), v.get(&self.buf)))
     }
 
+    /// The head of `raw`, which must be one whole request head (for unit tests).
+    #[cfg(test)]
+    pub(crate) fn parsed(raw: &[u8]) -> RequestHead {
+        let mut head = RequestHead::default();
+        let parsed = crate::http::parse::parse_head(raw, &crate::Limits::default(), &mut head);
+        assert!(
+            matches!(parsed, Ok(Some(_))),
+            "{parsed:?}: {}",
+            String::from_utf8_lossy(raw)
+        );
+        head
+    }
+
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) fn wants_keep_alive(&self) -> bool {
         match self.version {
@@ -171,6 +185,9 @@ pub struct Request<'a> {
     head: &'a RequestHead,
     body: RequestBody<'a>,
     peer: Option<&'a Address>,
+    /// The path parameters of the route a [`Router`](crate::Router) matched; `None` (one word,
+    /// no allocation) for a request no router has matched.
+    params: Option<&'a RouteParams<'a>>,
 }
 
 impl<'a> Request<'a> {
@@ -188,7 +205,26 @@ impl<'a> Request<'a> {
             head,
             body: RequestBody { inner: body },
             peer,
+            params: None,
         }
+    }
+
+    /// This request, reborrowed with the path parameters of a matched route: what a
+    /// [`Router`](crate::Router) hands the route's handler. The body is the same reader.
+    pub(crate) fn with_params<'b>(&'b mut self, params: &'b RouteParams<'b>) -> Request<'b> {
+        Request {
+            head: self.head,
+            body: RequestBody {
+                inner: &mut *self.body.inner,
+            },
+            peer: self.peer,
+            params: Some(params),
+        }
+    }
+
+    /// The path parameters of the route a router matched, if any.
+    pub(crate) fn route_params(&self) -> Option<&'a RouteParams<'a>> {
+        self.params
     }
 
     /// The `Last-Event-ID` field: the id of the last server-sent event a reconnecting client

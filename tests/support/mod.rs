@@ -276,8 +276,7 @@ pub fn app(req: &mut Request<'_>) -> Response {
         "/panic" => panic!("handler panic on purpose"),
         "/sleep" => {
             let ms = req
-                .query()
-                .and_then(|q| q.strip_prefix("ms="))
+                .query_param("ms")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(100);
             std::thread::sleep(Duration::from_millis(ms));
@@ -382,6 +381,12 @@ impl<S: Read + Write> Client<S> {
     pub fn roundtrip(&mut self, bytes: &[u8]) -> Raw {
         self.send(bytes);
         self.response()
+    }
+
+    /// Sends `line` (a method and a target) as an HTTP/1.1 request with `Host` and `fields` (each
+    /// ending in CRLF) and no body, and reads the response.
+    pub fn request(&mut self, line: &str, fields: &str) -> Raw {
+        self.roundtrip(format!("{line} HTTP/1.1\r\nHost: t\r\n{fields}\r\n").as_bytes())
     }
 
     pub fn response(&mut self) -> Raw {
