@@ -5,7 +5,11 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 
 use crate::net::transport::Address;
-use crate::router::RouteParams;
+
+/// Path parameters a handler in front of the one that answers matched for it (a
+/// [`Router`](crate::Router)'s): names borrowed from the routes, values from the request's path.
+/// Defined here, not in the router, so that the core depends on no handler built on it.
+pub(crate) type RouteParams<'a> = matchit::Params<'a, 'a>;
 
 /// The HTTP version of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

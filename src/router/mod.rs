@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::{Handler, Request, Response};
 use endpoint::{Endpoint, On};
-pub(crate) use params::RouteParams;
 
 /// The catch-all that sends a path under a nested router's prefix to that router's fallback.
 /// A name no route of a user's can hold: these patterns live in a matcher of their own.

@@ -5,10 +5,6 @@ use std::borrow::Cow;
 use crate::http::percent;
 use crate::{Error, Request};
 
-/// The parameters of a matched route: names borrowed from the router, values from the request's
-/// path. A request carries a reference to them only while a router's route handles it.
-pub(crate) type RouteParams<'a> = matchit::Params<'a, 'a>;
-
 impl<'a> Request<'a> {
     /// The value of the path parameter `name` of the route a [`Router`](crate::Router) matched,
     /// as sent (not percent-decoded: `/files/a%20b` matched by `/files/{name}` gives `"a%20b"`;
