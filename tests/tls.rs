@@ -10,8 +10,20 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use support::tls::Pki;
+use support::tls::{Pki, TlsStream as TlsClient};
 use support::{Config, Engine, app, echo_websocket, start_with};
+
+/// A TLS server of `handler` with the default settings.
+fn tls_serving(engine: Engine, pki: &Pki, handler: impl twinhttp::Handler) -> support::TestServer {
+    start_with(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            ..Config::default()
+        },
+        handler,
+    )
+}
 
 fn tls_server(engine: Engine, pki: &Pki, cfg: Config) -> support::TestServer {
     start_with(
@@ -22,6 +34,17 @@ fn tls_server(engine: Engine, pki: &Pki, cfg: Config) -> support::TestServer {
         },
         app,
     )
+}
+
+/// A TLS server and a client it has answered once (the handshake is done).
+fn served_once(engine: Engine, pki: &Pki) -> (support::TestServer, support::Client<TlsClient>) {
+    let srv = tls_server(engine, pki, Config::default());
+    let mut c = pki.client(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    (srv, c)
 }
 
 fn keep_alive_and_pipelining(engine: Engine) {
@@ -93,14 +116,7 @@ fn error_status_closes_cleanly(engine: Engine) {
 
 fn websocket_over_tls(engine: Engine) {
     let pki = Pki::new();
-    let srv = start_with(
-        engine,
-        Config {
-            tls: Some(pki.server.clone()),
-            ..Config::default()
-        },
-        echo_websocket,
-    );
+    let srv = tls_serving(engine, &pki, echo_websocket);
     let stream = pki.connect(srv.addr);
     let (mut ws, resp) = tungstenite::client("wss://localhost/", stream).expect("wss handshake");
     assert_eq!(resp.status(), 101);
@@ -124,14 +140,9 @@ fn files_are_copied_through_tls(engine: Engine) {
     let bytes: Vec<u8> = (0..300_000).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(&path, &bytes).expect("write the file");
     let served = path.clone();
-    let srv = start_with(
-        engine,
-        Config {
-            tls: Some(pki.server.clone()),
-            ..Config::default()
-        },
-        move |req: &mut twinhttp::Request<'_>| twinhttp::Response::file(req, &served),
-    );
+    let srv = tls_serving(engine, &pki, move |req: &mut twinhttp::Request<'_>| {
+        twinhttp::Response::file(req, &served)
+    });
     let mut c = pki.client(srv.addr);
     let r = c.roundtrip(b"GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(r.status, 200);
@@ -148,12 +159,7 @@ fn files_are_copied_through_tls(engine: Engine) {
 
 fn shutdown_sends_close_notify(engine: Engine) {
     let pki = Pki::new();
-    let srv = tls_server(engine, &pki, Config::default());
-    let mut c = pki.client(srv.addr);
-    assert_eq!(
-        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
-        200
-    );
+    let (srv, mut c) = served_once(engine, &pki);
     srv.shutdown(Duration::from_secs(5)).expect("graceful");
     assert!(
         c.closed_cleanly(),
@@ -167,21 +173,126 @@ fn not_tls_is_refused_and_the_server_goes_on(engine: Engine) {
     let mut raw = TcpStream::connect(srv.addr).expect("connect");
     raw.set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
+    let start = Instant::now();
     raw.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         .expect("send");
     // rustls answers a record that is not TLS with an alert (a TLS record: content type 21),
-    // then the connection closes.
+    // then the connection closes at once: an end of stream, not the read timeout.
     let mut back = Vec::new();
-    let _ = raw.read_to_end(&mut back);
+    let ended = raw.read_to_end(&mut back);
     assert!(
-        back.is_empty() || back[0] == 21,
-        "an alert or nothing, not HTTP: {back:?}"
+        ended.is_ok() || back.first() == Some(&21),
+        "the connection ends: {ended:?}"
+    );
+    assert_eq!(back.first(), Some(&21), "an alert, not HTTP: {back:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "refused at once, not at a deadline: {:?}",
+        start.elapsed()
     );
     let mut c = pki.client(srv.addr);
     assert_eq!(
         c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
         200
     );
+}
+
+/// 64 pipelined requests of 256 bytes in one TLS record: the engines' 8 KiB read buffers end
+/// exactly after the 32nd, and the rest waits decrypted inside rustls, which no socket event
+/// announces (a thread-per-connection worker used to wait on the socket before reading it).
+fn pipelined_requests_across_a_buffer_boundary(engine: Engine) {
+    let pki = Pki::new();
+    let (_srv, mut c) = served_once(engine, &pki);
+    let base = b"GET / HTTP/1.1\r\nHost: t\r\nX-Pad: \r\n\r\n".len();
+    let one = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Pad: {}\r\n\r\n",
+        "p".repeat(256 - base)
+    );
+    assert_eq!(one.len(), 256);
+    c.send_all(one.repeat(64).as_bytes());
+    for i in 1..=64 {
+        let r = c
+            .read_response(false)
+            .unwrap_or_else(|| panic!("response {i} of 64 never came"));
+        assert_eq!(r.status, 200);
+    }
+}
+
+/// A cut close-delimited body (HTTP/1.0, a body reader that fails) must not end with
+/// `close_notify`: the client would take the truncated body for a complete one.
+fn truncated_close_delimited_body_is_not_a_clean_close(engine: Engine) {
+    struct Failing(usize);
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("the backend went away"));
+            }
+            let n = buf.len().min(self.0).min(1000);
+            buf[..n].fill(b'a');
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+    let pki = Pki::new();
+    let srv = tls_serving(engine, &pki, |_: &mut twinhttp::Request<'_>| {
+        twinhttp::Response::new(200).with_body(twinhttp::Body::reader(Failing(5000)))
+    });
+    let mut s = pki.connect(srv.addr);
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").expect("send");
+    s.flush().expect("flush");
+    let mut back = Vec::new();
+    let ended = s.read_to_end(&mut back);
+    let text = String::from_utf8_lossy(&back).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 200"), "{text:?}");
+    assert!(
+        !text.contains("content-length") && !text.contains("chunked"),
+        "close-delimited: {text:?}"
+    );
+    assert!(
+        ended.is_err(),
+        "a cut body ended with close_notify (a clean end), {} bytes",
+        back.len()
+    );
+}
+
+/// A certificate larger than the socket takes: the server's first flight goes out over several
+/// writable wake-ups, while the engine waits for the client's next bytes, which only come once
+/// the flight is complete.
+fn large_handshake_flight_completes(engine: Engine) {
+    use twinhttp::tls::rustls;
+    let big = support::tls::Pki::with_names(
+        std::iter::once("localhost".to_owned())
+            .chain((0..1800).map(|i| format!("host-{i:04}.example.test")))
+            .collect(),
+    );
+    let (listener, addr) = support::tls::small_send_buffer_listener();
+    let srv = support::start_on(
+        engine,
+        Config {
+            tls: Some(big.server.clone()),
+            header_read_timeout: Duration::from_secs(4),
+            ..Config::default()
+        },
+        support::On::Listener(listener),
+        app,
+    );
+    let tcp = support::tls::small_receive_buffer_client(addr);
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
+    let conn = rustls::ClientConnection::new(big.client.clone(), name).expect("a client");
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    let start = Instant::now();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap_or_else(|e| panic!("handshake failed after {:?}: {e}", start.elapsed()));
+    s.flush().expect("flush");
+    let mut back = Vec::new();
+    let ended = s.read_to_end(&mut back);
+    let text = String::from_utf8_lossy(&back);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "after {:?}: {ended:?} {text:?}",
+        start.elapsed()
+    );
+    drop(srv);
 }
 
 fn trickled_client_hello_is_served(engine: Engine) {
@@ -267,6 +378,9 @@ engine_tests!(
     files_are_copied_through_tls,
     shutdown_sends_close_notify,
     not_tls_is_refused_and_the_server_goes_on,
+    pipelined_requests_across_a_buffer_boundary,
+    truncated_close_delimited_body_is_not_a_clean_close,
+    large_handshake_flight_completes,
     trickled_client_hello_is_served,
     half_handshake_closes_at_the_header_deadline,
 );

@@ -36,6 +36,10 @@ pub(crate) enum Close {
     /// side and read what the client still sends before closing ([`crate::http::linger`]), so
     /// that closing with unread input does not reset the connection and destroy the response.
     Linger,
+    /// The response was cut short (its body failed or fell short of its length): close at once,
+    /// and not cleanly where the transport can tell (`Transport::abort`: no TLS `close_notify`),
+    /// so that a client reading a close-delimited body sees a truncation, not an end.
+    Abort,
 }
 
 /// What is left to do after a response head (and any full body) was written.
@@ -299,11 +303,10 @@ impl Conn {
         }
     }
 
-    /// Marks the connection as closing after a response body could not be completed.
+    /// Marks the connection as closing after a response body could not be completed: whatever
+    /// close was due, it is now an abort.
     pub(crate) fn abort(&mut self) {
-        if !matches!(self.state, State::Closing(_)) {
-            self.state = State::Closing(Close::Now);
-        }
+        self.state = State::Closing(Close::Abort);
     }
 
     /// True once the response being written is the last.

@@ -40,6 +40,16 @@ pub(crate) fn wait(
     } else {
         PollFlags::IN
     };
+    wait_for(stream, flags, deadline, cancel)
+}
+
+/// Waits until `stream` is ready for any of `flags`, the deadline passes or `cancel` is set.
+fn wait_for(
+    stream: &(impl AsFd + ?Sized),
+    flags: PollFlags,
+    deadline: Option<Instant>,
+    cancel: Option<&AtomicBool>,
+) -> Result<(), Interrupt> {
     loop {
         if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
             return Err(Interrupt::Cancelled);
@@ -84,7 +94,13 @@ pub(crate) fn read(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             other => return other,
         }
-        match wait(&stream.as_fd(), false, deadline, cancel) {
+        // A transport with output held back (a TLS handshake flight) waits for the socket to
+        // take more, too: the next read sends it.
+        let flags = match stream.wants_write() {
+            true => PollFlags::IN | PollFlags::OUT,
+            false => PollFlags::IN,
+        };
+        match wait_for(&stream.as_fd(), flags, deadline, cancel) {
             Ok(()) => {}
             Err(Interrupt::TimedOut) => return Err(timed_out()),
             Err(Interrupt::Cancelled) => return Err(io::Error::from(ErrorKind::ConnectionAborted)),

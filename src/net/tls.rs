@@ -25,6 +25,23 @@ pub(crate) struct TlsStream<T: Transport> {
     tls: ServerConnection,
     /// Decrypted bytes inside rustls, not yet read out.
     plaintext: usize,
+    /// How the connection is to end.
+    end: End,
+}
+
+/// How a TLS connection ends when it is dropped or its write side is shut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// Cleanly: `close_notify` goes out first, so the client can tell the end of the data from
+    /// a cut (the default: the server closes after a complete exchange, an idle timeout, a
+    /// shutdown or a lingering close).
+    Clean,
+    /// `close_notify` is queued behind ciphertext the socket has not taken: the socket's write
+    /// side is shut once it is all out (as the lingering close's reads push it).
+    ShutWhenSent,
+    /// The write side is shut, or the exchange was cut short ([`Transport::abort`]): nothing
+    /// more is sent, and a cut close-delimited body reads as truncated, as it is.
+    Done,
 }
 
 impl<T: Transport> TlsStream<T> {
@@ -34,6 +51,7 @@ impl<T: Transport> TlsStream<T> {
             inner,
             tls,
             plaintext: 0,
+            end: End::Clean,
         })
     }
 
@@ -47,6 +65,10 @@ impl<T: Transport> TlsStream<T> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
+        }
+        if self.end == End::ShutWhenSent {
+            self.end = End::Done;
+            self.inner.shutdown_write()?;
         }
         Ok(())
     }
@@ -128,11 +150,18 @@ impl<T: Transport> Write for TlsStream<T> {
     }
 }
 
-/// A connection the server closes ends its TLS session cleanly: `close_notify` goes out (as far
-/// as the socket takes it without waiting), so the client can tell the end from a truncation.
+/// A connection the server closes ends its TLS session cleanly, unless it was cut short:
+/// `close_notify` goes out as far as the socket takes it now (never waiting: a blocking socket,
+/// after a generic upgrade, is made non-blocking first).
 impl<T: Transport> Drop for TlsStream<T> {
     fn drop(&mut self) {
+        if self.end != End::Clean {
+            return;
+        }
         self.tls.send_close_notify();
+        if self.inner.set_nonblocking(true).is_err() {
+            return;
+        }
         while self.tls.wants_write() {
             match self.tls.write_tls(&mut self.inner) {
                 Ok(n) if n > 0 => {}
@@ -150,11 +179,27 @@ impl<T: Transport> AsFd for TlsStream<T> {
 }
 
 impl<T: Transport> Transport for TlsStream<T> {
-    /// Sends `close_notify` (as far as the socket takes it), then shuts the socket's write side.
+    /// Sends `close_notify`, then shuts the socket's write side; what the socket does not take
+    /// now goes out with later reads or flushes (the lingering close's), and the socket's write
+    /// side is shut after it.
     fn shutdown_write(&mut self) -> io::Result<()> {
+        if self.end == End::Done {
+            return self.inner.shutdown_write();
+        }
         self.tls.send_close_notify();
-        let _ = self.write_queued();
-        self.inner.shutdown_write()
+        self.end = End::ShutWhenSent;
+        match self.write_queued() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
+            other => other,
+        }
+    }
+
+    fn abort(&mut self) {
+        self.end = End::Done;
+    }
+
+    fn wants_write(&self) -> bool {
+        self.tls.wants_write()
     }
 
     fn set_nonblocking(&mut self, nonblocking: bool) -> io::Result<()> {

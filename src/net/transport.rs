@@ -43,6 +43,19 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     fn buffered_input(&self) -> bool {
         false
     }
+
+    /// True when the transport holds output it must send before it can read on (a TLS
+    /// handshake's flight the socket did not take): an engine whose read said `WouldBlock` then
+    /// waits for the descriptor to be writable as well as readable, and reads again when it is
+    /// (the read sends what is held). A plain socket holds nothing (`false`).
+    fn wants_write(&self) -> bool {
+        false
+    }
+
+    /// The exchange was cut short (a response body that failed): a transport that can tell the
+    /// peer a clean end from a cut one (TLS: `close_notify`) must not end it cleanly. A plain
+    /// socket cannot tell; nothing to do.
+    fn abort(&mut self) {}
 }
 
 impl Transport for TcpStream {
@@ -125,6 +138,12 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn buffered_input(&self) -> bool {
         (**self).buffered_input()
+    }
+    fn wants_write(&self) -> bool {
+        (**self).wants_write()
+    }
+    fn abort(&mut self) {
+        (**self).abort()
     }
 }
 

@@ -122,6 +122,15 @@ impl Connection {
         }
     }
 
+    /// Its transport holds output it must send before it can read on (a TLS handshake flight
+    /// the socket did not take).
+    pub(crate) fn wants_write(&self) -> bool {
+        match &self.socket {
+            Socket::Plain(s) => s.wants_write(),
+            Socket::Parkable(r, _) => r.get().wants_write(),
+        }
+    }
+
     /// A WebSocket or an event stream (or a connection becoming one).
     pub(crate) fn is_long_lived(&self) -> bool {
         self.long_lived

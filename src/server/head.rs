@@ -150,7 +150,7 @@ pub(crate) fn expire(mut conn: Connection, buffers: &Buffers, now: Instant) -> O
     };
     let mut out = Vec::new();
     match Conn::default().request_timed_out(partial, &mut out) {
-        Close::Now => Outcome::Close,
+        Close::Now | Close::Abort => Outcome::Close,
         Close::Linger => {
             // A fresh error response fits the socket's buffer; what does not fit is lost with
             // the connection either way.

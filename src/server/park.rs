@@ -258,6 +258,13 @@ impl Parker {
                 }
             },
         };
+        // Output held back by its transport (a TLS handshake flight the socket did not take)
+        // goes out with the next read: the parker is woken when the socket takes more, too.
+        // Edge-triggered, the wider interest costs nothing until the socket was full.
+        if !conn.is_long_lived() && conn.wants_write() && conn.set_edge(Event::all(key)).is_err() {
+            drop(parked);
+            return Parking::Refused(conn);
+        }
         let deadline = conn.wait.deadline();
         parked.generation += 1;
         let generation = parked.generation;

@@ -89,15 +89,12 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                 }
                 _ => serve(shared, conn, &mut scratch),
             };
-            if let (Some(mut idle), Some(parker)) = (idle, &shared.parker) {
+            if let (Some(idle), Some(parker)) = (idle, &shared.parker) {
                 if idle.session().is_some_and(|s| s.has_more()) {
                     // A busy WebSocket yields after its budget, as on the reactor.
                     if let Err(conn) = parker.requeue(idle) {
                         next = Some(conn);
                     }
-                } else if idle.stream().buffered_input() {
-                    // Input its transport already decrypted (TLS) raises no event: served now.
-                    next = Some(idle);
                 } else {
                     match parker.park(idle) {
                         Parking::Parked => {}
@@ -422,7 +419,7 @@ fn more_head<H>(
     let Some(parker) = &shared.parker else {
         return wait_for_head(shared, stream, read, due, cancel);
     };
-    if cancel.is_some() && cfg.park_linger > Duration::ZERO {
+    if cancel.is_some() && cfg.park_linger > Duration::ZERO && !stream.buffered_input() {
         // A short wait on the socket keeps a busy keep-alive connection on this worker.
         let _ = io::wait(
             &*stream,
@@ -470,7 +467,7 @@ fn wait_for_head<H>(
         HeadDue::First(until) | HeadDue::Started(until) => until,
         HeadDue::Next => {
             let idle = deadline::after(Instant::now(), cfg.idle_timeout);
-            if io::wait(&*stream, false, idle, cancel).is_err() {
+            if !stream.buffered_input() && io::wait(&*stream, false, idle, cancel).is_err() {
                 return More::Closed;
             }
             let until = deadline::after(Instant::now(), cfg.header_read_timeout);
@@ -511,6 +508,10 @@ fn finish<H>(
         },
         (State::Closing(Close::Linger), None) => {
             linger_close(&mut *conn.stream());
+            None
+        }
+        (State::Closing(Close::Abort), _) => {
+            conn.stream().abort();
             None
         }
         _ => None,

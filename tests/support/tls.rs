@@ -40,9 +40,13 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl Pki {
     pub fn new() -> Pki {
+        Pki::with_names(vec!["localhost".to_owned()])
+    }
+
+    /// A certificate for these names (a long list makes a large certificate).
+    pub fn with_names(names: Vec<String>) -> Pki {
         let key = rcgen::KeyPair::generate().expect("a key");
-        let params =
-            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("cert params");
+        let params = rcgen::CertificateParams::new(names).expect("cert params");
         let cert = params.self_signed(&key).expect("a self-signed certificate");
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -98,6 +102,35 @@ impl Pki {
         conn.write_tls(&mut hello).expect("the ClientHello");
         hello
     }
+}
+
+/// A listener whose accepted sockets have a small send buffer (about 4.5 KiB): a large
+/// handshake flight takes several writable wake-ups.
+pub fn small_send_buffer_listener() -> (twinhttp::Listener, SocketAddr) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    s.set_reuse_address(true).expect("reuse");
+    s.set_send_buffer_size(2048).expect("a small send buffer");
+    let addr: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+    s.bind(&addr.into()).expect("bind");
+    s.listen(128).expect("listen");
+    let l: std::net::TcpListener = s.into();
+    let addr = l.local_addr().expect("its address");
+    (l.into(), addr)
+}
+
+/// A client socket with a small receive buffer and a read timeout.
+pub fn small_receive_buffer_client(addr: SocketAddr) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    s.set_recv_buffer_size(2048)
+        .expect("a small receive buffer");
+    s.connect(&addr.into()).expect("connect");
+    let t: TcpStream = s.into();
+    t.set_read_timeout(Some(Duration::from_secs(8)))
+        .expect("timeout");
+    t.set_nodelay(true).expect("nodelay");
+    t
 }
 
 impl Client<TlsStream> {

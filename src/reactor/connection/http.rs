@@ -93,7 +93,10 @@ impl Connection {
                 Fill::Got { short } => drained = short,
                 Fill::WouldBlock => {
                     self.rest(cx.pools);
-                    return self.wait(true, false, cx.now, cx.cfg);
+                    // A transport with output held back (a TLS handshake flight) is woken when
+                    // the socket takes more, too: its next read sends it.
+                    let write = self.socket.get().wants_write();
+                    return self.wait(true, write, cx.now, cx.cfg);
                 }
                 Fill::Closed => return Next::Close,
             }
@@ -114,6 +117,10 @@ impl Connection {
         match self.http.state() {
             State::Closing(Close::Now) => Next::Close,
             State::Closing(Close::Linger) => self.linger(cx),
+            State::Closing(Close::Abort) => {
+                self.socket.get_mut().abort();
+                Next::Close
+            }
             _ => Next::Wait {
                 read: false,
                 write: false,
