@@ -7,10 +7,14 @@
 //! `/proc/PID/status`. Then it closes them and does the same with N WebSockets (`GET /ws`, each
 //! upgraded and then silent), re-served by one echo on a sample.
 //!
-//! `cargo run --release --example idle_conns -- [N] [--tls] [-- extra hello flags]`
-//! (`IDLE_CONNS=N` also sets N; default 10,000.) With `--tls` (build both with `--features
-//! server,tls`) it makes a certificate for `localhost`, starts `hello` with it, and every
-//! connection does a full TLS handshake before its request. Linux only.
+//! `cargo run --release --example idle_conns -- [N] [--tls [--pending] [--peer BIN]] [-- extra
+//! hello flags]` (`IDLE_CONNS=N` also sets N; default 10,000.) With `--tls` (build both with
+//! `--features server,tls`) it makes a certificate for `localhost`, starts `hello` with it, and
+//! every connection does a full TLS handshake before its request. `--pending`: each connection
+//! sends a ClientHello, reads the first byte of the answer and stops there, so the server holds
+//! N handshakes half-done (they end at its header-read deadline, 10 s for `hello`: keep N to
+//! what opens well within it). `--peer BIN`: the server is `BIN PORT CERT KEY` (bench/peers),
+//! HTTP only. Linux only.
 
 mod support;
 
@@ -25,6 +29,10 @@ trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 type Conn = Box<dyn Stream>;
 
+/// One step on a held connection: opening it (a request, an upgrade, a ClientHello), or checking
+/// that it is still served.
+type Step = dyn Fn(&mut Conn) -> std::io::Result<()>;
+
 /// How the bench connects: plain, or TLS trusting its own certificate.
 #[derive(Clone)]
 enum Client {
@@ -33,37 +41,41 @@ enum Client {
     Tls(std::sync::Arc<twinhttp::tls::rustls::ClientConfig>),
 }
 
+/// Where the bench's peers listen (they take a port, not port 0).
+const PEER_PORT: &str = "18556";
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let extra: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args.split_off(i).into_iter().skip(1).collect(),
         None => Vec::new(),
     };
+    let tls = take_flag(&mut args, "--tls");
+    let pending = take_flag(&mut args, "--pending");
+    let peer = args.iter().position(|a| a == "--peer").map(|i| {
+        let bin = args
+            .get(i + 1)
+            .cloned()
+            .unwrap_or_else(|| usage("--peer needs a path"));
+        args.drain(i..=i + 1);
+        bin
+    });
     let n: usize = args
         .first()
         .cloned()
         .or_else(|| std::env::var("IDLE_CONNS").ok())
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let tls = args.iter().any(|a| a == "--tls");
-    args.retain(|a| a != "--tls");
-    let (client, extra, _pem) = tls_setup(tls, extra);
+    let (client, pem) = tls_setup(tls);
+    if (pending || peer.is_some()) && pem.is_none() {
+        usage("--pending and --peer need --tls");
+    }
     let limit = raise_fd_limit();
     let want = n.min(limit.saturating_sub(64) as usize);
     if want < n {
         eprintln!("open-files limit {limit}: holding {want} connections instead of {n}");
     }
-    let server = ChildServer::start("hello", &extra);
-    let shown: Vec<&str> = extra
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.ends_with(".pem"))
-        .collect();
-    let label = if shown.is_empty() {
-        "hello (defaults)".to_owned()
-    } else {
-        format!("hello {}", shown.join(" "))
-    };
+    let (server, label) = start(peer.as_deref(), pem.as_ref(), extra);
 
     let mut warm = connect(&client, server.addr).expect("connect");
     request(&mut warm).expect("warm-up request");
@@ -73,33 +85,90 @@ fn main() {
         "| server | connections held | failed | threads before → after | RSS before → after (KiB) | KiB per idle connection | sample re-served |"
     );
     println!("|---|---|---|---|---|---|---|");
+    if pending {
+        // Plain TCP: the bench speaks the handshake's first message itself and stops there.
+        let hello = client_hello_sender(&client);
+        let label = format!("{label}, handshake pending");
+        hold(&server, &Client::Plain, &label, want, &*hello, &still_open);
+        server.stop();
+        return;
+    }
     hold(
         &server,
         &client,
         &format!("{label}, HTTP"),
         want,
-        request,
-        request,
+        &request,
+        &request,
     );
-    // The held connections are closed; let the server settle before the next baseline.
-    std::thread::sleep(Duration::from_secs(2));
-    hold(
-        &server,
-        &client,
-        &format!("{label}, WebSocket"),
-        want,
-        upgrade,
-        echo,
-    );
+    if peer.is_none() {
+        // The held connections are closed; let the server settle before the next baseline.
+        std::thread::sleep(Duration::from_secs(2));
+        hold(
+            &server,
+            &client,
+            &format!("{label}, WebSocket"),
+            want,
+            &upgrade,
+            &echo,
+        );
+    }
     server.stop();
 }
 
-/// Without `--tls`: plain. With it: a certificate for `localhost` in a temporary directory
-/// (removed when the returned guard drops), `hello`'s flags to serve it, and a client that
-/// trusts it.
-fn tls_setup(tls: bool, extra: Vec<String>) -> (Client, Vec<String>, Option<TempDir>) {
+fn usage(why: &str) -> ! {
+    eprintln!("{why}\nusage: idle_conns [N] [--tls [--pending] [--peer BIN]] [-- hello flags]");
+    std::process::exit(2)
+}
+
+/// Removes `flag` from `args`; whether it was there.
+fn take_flag(args: &mut Vec<String>, flag: &str) -> bool {
+    let had = args.iter().any(|a| a == flag);
+    args.retain(|a| a != flag);
+    had
+}
+
+/// Starts `hello` (with the TLS files, if any, and the extra flags), or a peer (`BIN PORT CERT
+/// KEY`, as bench/peers take them); returns it and its label.
+fn start(peer: Option<&str>, pem: Option<&Pem>, extra: Vec<String>) -> (ChildServer, String) {
+    if let (Some(bin), Some(pem)) = (peer, pem) {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.arg(PEER_PORT).arg(&pem.cert).arg(&pem.key);
+        let name = std::path::Path::new(bin)
+            .file_name()
+            .map_or_else(|| bin.to_owned(), |n| n.to_string_lossy().into_owned());
+        return (ChildServer::spawn(cmd), name);
+    }
+    let label = if extra.is_empty() {
+        "hello (defaults)".to_owned()
+    } else {
+        format!("hello {}", extra.join(" "))
+    };
+    let mut flags = Vec::new();
+    if let Some(pem) = pem {
+        flags.extend(["--tls-cert".to_owned(), pem.cert.display().to_string()]);
+        flags.extend(["--tls-key".to_owned(), pem.key.display().to_string()]);
+    }
+    flags.extend(extra);
+    let label = match pem {
+        Some(_) => format!("{label}, TLS"),
+        None => label,
+    };
+    (ChildServer::start("hello", &flags), label)
+}
+
+/// The certificate and key files of a TLS run, in a directory removed on drop.
+struct Pem {
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+    _dir: TempDir,
+}
+
+/// Without `--tls`: plain. With it: a certificate for `localhost` in a temporary directory,
+/// and a client that trusts it.
+fn tls_setup(tls: bool) -> (Client, Option<Pem>) {
     if !tls {
-        return (Client::Plain, extra, None);
+        return (Client::Plain, None);
     }
     #[cfg(feature = "tls")]
     {
@@ -122,20 +191,56 @@ fn tls_setup(tls: bool, extra: Vec<String>) -> (Client, Vec<String>, Option<Temp
         .expect("versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let mut flags = vec![
-            "--tls-cert".to_owned(),
-            cert_pem.display().to_string(),
-            "--tls-key".to_owned(),
-            key_pem.display().to_string(),
-        ];
-        flags.extend(extra);
-        (Client::Tls(std::sync::Arc::new(config)), flags, Some(dir))
+        let pem = Pem {
+            cert: cert_pem,
+            key: key_pem,
+            _dir: dir,
+        };
+        (Client::Tls(std::sync::Arc::new(config)), Some(pem))
     }
     #[cfg(not(feature = "tls"))]
-    {
-        let _ = extra;
-        eprintln!("--tls needs --features server,tls");
-        std::process::exit(2)
+    usage("--tls needs --features server,tls")
+}
+
+/// Sends a fresh ClientHello on a plain connection and reads the first byte of the server's
+/// answer: the server has read it, answered, and now holds a handshake that goes no further.
+fn client_hello_sender(client: &Client) -> Box<Step> {
+    match client {
+        #[cfg(feature = "tls")]
+        Client::Tls(config) => {
+            use twinhttp::tls::rustls;
+            let config = config.clone();
+            Box::new(move |s: &mut Conn| {
+                let name = rustls::pki_types::ServerName::try_from("localhost")
+                    .map_err(std::io::Error::other)?;
+                let mut conn = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(std::io::Error::other)?;
+                let mut hello = Vec::new();
+                conn.write_tls(&mut hello)?;
+                s.write_all(&hello)?;
+                let mut first = [0u8; 1];
+                s.read_exact(&mut first)
+            })
+        }
+        _ => usage("--pending needs --tls"),
+    }
+}
+
+/// The server still holds the connection: nothing more comes, or what comes is not its end.
+fn still_open(s: &mut Conn) -> std::io::Result<()> {
+    let mut buf = [0u8; 4096];
+    match s.read(&mut buf) {
+        Ok(0) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -155,8 +260,8 @@ fn hold(
     client: &Client,
     label: &str,
     want: usize,
-    open: fn(&mut Conn) -> std::io::Result<()>,
-    check: fn(&mut Conn) -> std::io::Result<()>,
+    open: &Step,
+    check: &Step,
 ) {
     let (threads0, rss0) = status(server);
     let started = Instant::now();

@@ -33,10 +33,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = port.parse()?;
     // actix sets ALPN (h2, http/1.1) itself from the config it is given.
     let config = config(cert, key)?;
+    // Keep-alive as long as twinhttp's idle timeout (actix closes after 5 s by default), so that
+    // idle-connection benches hold the same connections on every server.
+    let server = HttpServer::new(|| App::new().default_service(web::to(hello)))
+        .keep_alive(std::time::Duration::from_secs(60))
+        .bind_rustls_0_23(("127.0.0.1", port), config)?;
+    // Said once it listens: the benches connect when they read this line.
     eprintln!("actix-web + rustls listening on https://127.0.0.1:{port}");
-    HttpServer::new(|| App::new().default_service(web::to(hello)))
-        .bind_rustls_0_23(("127.0.0.1", port), config)?
-        .run()
-        .await?;
+    server.run().await?;
     Ok(())
 }

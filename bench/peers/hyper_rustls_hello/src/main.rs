@@ -45,7 +45,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let acceptor = TlsAcceptor::from(Arc::new(config(cert, key)?));
     let addr = SocketAddr::from(([127, 0, 0, 1], port.parse()?));
     let listener = TcpListener::bind(addr).await?;
-    eprintln!("hyper + tokio-rustls listening on https://{addr}");
+    // Said once it listens: the benches connect when they read this line.
+    eprintln!("hyper + tokio-rustls listening on https://{}", listener.local_addr()?);
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
