@@ -114,6 +114,33 @@ fn error_status_closes_cleanly(engine: Engine) {
     assert!(c.closed_cleanly(), "close_notify, then EOF");
 }
 
+/// The limits answer with their statuses over TLS as over TCP, each closing the connection with
+/// `close_notify` after its lingering close.
+fn limits_answer_their_statuses(engine: Engine) {
+    let pki = Pki::new();
+    let mut limits = twinhttp::Limits::default();
+    limits.max_target_bytes = 100;
+    limits.max_head_bytes = 1024;
+    limits.max_body_bytes = 1000;
+    let cfg = Config {
+        limits,
+        ..Config::default()
+    };
+    let srv = tls_server(engine, &pki, cfg);
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(150));
+    let big_head = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+        "b".repeat(2000)
+    );
+    let big_body = "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n".to_owned();
+    for (req, status) in [(long_target, 414), (big_head, 431), (big_body, 413)] {
+        let mut c = pki.client(srv.addr);
+        let r = c.roundtrip(req.as_bytes());
+        assert_eq!((r.status, r.closes()), (status, true), "{engine:?}");
+        assert!(c.closed_cleanly(), "{status}: close_notify, then the end");
+    }
+}
+
 fn websocket_over_tls(engine: Engine) {
     let pki = Pki::new();
     let srv = tls_serving(engine, &pki, echo_websocket);
@@ -381,6 +408,7 @@ engine_tests!(
     bodies_both_ways,
     expect_continue,
     error_status_closes_cleanly,
+    limits_answer_their_statuses,
     websocket_over_tls,
     files_are_copied_through_tls,
     shutdown_sends_close_notify,
