@@ -143,7 +143,64 @@ fn missing_files_and_methods(engine: Engine) {
     assert_eq!(get(&mut c, "/file", "").body, file.1);
 }
 
+/// The pattern `Response::file`'s docs give for serving a folder from request paths (kept in
+/// step with them): a plain name inside the folder is served, decoded; an absolute path, `..`
+/// (raw or percent-encoded), NUL and a symbolic link out of the folder are not.
+fn documented_static_pattern_refuses_escapes(engine: Engine) {
+    use std::path::{Component, Path};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let base = std::env::temp_dir().join(format!(
+        "twinhttp-static-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let (root, outside) = (base.join("public"), base.join("outside"));
+    std::fs::create_dir_all(&root).expect("the folder");
+    std::fs::create_dir_all(&outside).expect("a folder beside it");
+    std::fs::write(root.join("hello.txt"), "hello").expect("a file");
+    std::fs::write(outside.join("secret.txt"), "secret").expect("a file outside");
+    std::os::unix::fs::symlink(&outside, root.join("out")).expect("a link out");
+    let root = root.canonicalize().expect("canonical");
+    let served = root.clone();
+    let srv = start(engine, move |req: &mut Request<'_>| {
+        let Ok(path) = req.path_decoded() else {
+            return Response::new(400);
+        };
+        let Some(rest) = path.strip_prefix("/static/") else {
+            return Response::new(404);
+        };
+        let relative = Path::new(rest);
+        let plain = relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        if !plain || rest.contains('\0') {
+            return Response::new(404);
+        }
+        match served.join(relative).canonicalize() {
+            Ok(real) if real.starts_with(&served) => Response::file(req, real),
+            _ => Response::new(404),
+        }
+    });
+    let mut c = Client::new(srv.addr);
+    assert_eq!(get(&mut c, "/static/hello.txt", "").text(), "hello");
+    assert_eq!(get(&mut c, "/static/hello%2Etxt", "").text(), "hello");
+    for attack in [
+        "/static//etc/passwd",
+        "/static/../../../../etc/passwd",
+        "/static/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        "/static/out/secret.txt",
+        "/static/hello.txt%00",
+        "/static/./hello.txt",
+    ] {
+        let r = get(&mut c, attack, "");
+        assert_eq!(r.status, 404, "{attack}: {}", r.text());
+    }
+    assert_eq!(get(&mut c, "/static/%zz", "").status, 400);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 engine_tests!(
+    documented_static_pattern_refuses_escapes,
     whole_file_head_and_keep_alive,
     ranges,
     conditional_requests,

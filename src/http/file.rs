@@ -25,6 +25,41 @@ impl Response {
     /// The thread-pool engine sends the bytes with `sendfile(2)` on Linux; the reactor reads
     /// them in pieces on its loop (fine for files in the page cache; use pool dispatch for
     /// cold disks).
+    ///
+    /// # Security
+    ///
+    /// `path` is opened as given: it must be a path you trust. Never join a request's path to a
+    /// folder as it comes: `Path::join` with an absolute path (`GET /static//etc/passwd`)
+    /// replaces the folder, `..` climbs out of it, `%2e%2e` is `..` once decoded, and a
+    /// symbolic link inside the folder may point anywhere. A way that refuses all of these:
+    ///
+    /// ```no_run
+    /// use std::path::{Component, Path};
+    /// use twinhttp::{Request, Response};
+    ///
+    /// /// `GET /static/…` from `root`, an absolute, canonical folder
+    /// /// (`Path::new("public").canonicalize()?`).
+    /// fn static_file(req: &mut Request<'_>, root: &Path) -> Response {
+    ///     let Ok(path) = req.path_decoded() else {
+    ///         return Response::new(400);
+    ///     };
+    ///     let Some(rest) = path.strip_prefix("/static/") else {
+    ///         return Response::new(404);
+    ///     };
+    ///     // Plain names only: no root, no `..`, no `.`, no NUL.
+    ///     let relative = Path::new(rest);
+    ///     let plain = relative.components().all(|c| matches!(c, Component::Normal(_)));
+    ///     if !plain || rest.contains('\0') {
+    ///         return Response::new(404);
+    ///     }
+    ///     // A symbolic link may lead out of the folder: resolve it, and check again.
+    ///     match root.join(relative).canonicalize() {
+    ///         Ok(real) if real.starts_with(root) => Response::file(req, real),
+    ///         _ => Response::new(404),
+    ///     }
+    /// }
+    /// # let _ = static_file;
+    /// ```
     pub fn file(req: &Request<'_>, path: impl AsRef<Path>) -> Response {
         if req.method() != "GET" && req.method() != "HEAD" {
             return Response::new(405).with_header("Allow", "GET, HEAD");
