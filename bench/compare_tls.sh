@@ -13,6 +13,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-5}; PORT=${PORT:-18443}
+# start_server and stop_server (by PID).
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl; }
 
@@ -21,39 +24,36 @@ echo "building twinhttp's hello (server,tls) and the peers in bench/peers ..." >
 cargo build -q --release --manifest-path "$here/bench/peers/Cargo.toml"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'stop_server; rm -rf "$work"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 cert=$work/cert.pem; key=$work/key.pem
 hello=$here/target/release/examples/hello
 peers=$here/bench/peers/target/release
+# NAME:PORT:COMMAND, as bench/lib.sh's start_server takes them.
 servers=(
-  "twinhttp server|$hello --addr 127.0.0.1:$PORT --tls-cert $cert --tls-key $key"
-  "twinhttp reactor inline|$hello --addr 127.0.0.1:$PORT --tls-cert $cert --tls-key $key --engine reactor --dispatch inline"
-  "twinhttp reactor pool|$hello --addr 127.0.0.1:$PORT --tls-cert $cert --tls-key $key --engine reactor --dispatch pool"
-  "hyper + tokio-rustls|$peers/hyper_rustls_hello $PORT $cert $key"
-  "actix-web + rustls|$peers/actix_rustls_hello $PORT $cert $key"
+  "twinhttp server:$PORT:$hello --addr 127.0.0.1:{PORT} --tls-cert $cert --tls-key $key"
+  "twinhttp reactor inline:$PORT:$hello --addr 127.0.0.1:{PORT} --tls-cert $cert --tls-key $key --engine reactor --dispatch inline"
+  "twinhttp reactor pool:$PORT:$hello --addr 127.0.0.1:{PORT} --tls-cert $cert --tls-key $key --engine reactor --dispatch pool"
+  "hyper + tokio-rustls:$PORT:$peers/hyper_rustls_hello {PORT} $cert $key"
+  "actix-web + rustls:$PORT:$peers/actix_rustls_hello {PORT} $cert $key"
 )
-
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 raw=$work/raw
 for rep in $(seq 1 "$REPS"); do
   for load in keepalive handshake; do
     for spec in "${servers[@]}"; do
-      name=${spec%%|*}; cmd=${spec#*|}
-      # shellcheck disable=SC2086
-      $cmd >/dev/null 2>&1 & pid=$!
-      for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
+      start_server "$spec"
       case $load in
         keepalive) args=(-t2 -c64 -d"${DURATION}s") ;;
         handshake) args=(-t2 -c16 -d"${DURATION}s" -H "Connection: close") ;;
       esac
-      before=$(cpu_ticks "$pid")
+      before=$(cpu_ticks "$spid")
       out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "https://127.0.0.1:$PORT/" 2>&1 || true)
-      after=$(cpu_ticks "$pid")
-      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+      after=$(cpu_ticks "$spid")
+      stop_server
       n=$(awk '/requests in/ {print $1}' <<<"$out")
       rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
       errors=$(awk '/Non-2xx|Socket errors/ {printf "%s ", $0}' <<<"$out")

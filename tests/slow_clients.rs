@@ -165,46 +165,7 @@ engine_tests!(
     first_head_is_due_from_the_accept
 );
 
-/// Every configuration that parks what is not a request: not the server engine with parking off.
-mod parking {
-    #[cfg(feature = "server")]
-    mod unread_body_server {
-        #[test]
-        fn an_unread_slow_body_does_not_hold_a_worker() {
-            super::super::an_unread_slow_body_does_not_hold_a_worker(crate::support::Engine::Server)
-        }
-    }
-    mod unread_body_reactor {
-        #[test]
-        fn inline() {
-            super::super::an_unread_slow_body_does_not_hold_a_worker(
-                crate::support::Engine::ReactorInline,
-            )
-        }
-        #[test]
-        fn pool() {
-            super::super::an_unread_slow_body_does_not_hold_a_worker(
-                crate::support::Engine::ReactorPool,
-            )
-        }
-    }
-    #[cfg(feature = "server")]
-    mod server {
-        #[test]
-        fn slow_clients_do_not_stop_a_new_one() {
-            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::Server)
-        }
-    }
-    mod reactor_inline {
-        #[test]
-        fn slow_clients_do_not_stop_a_new_one() {
-            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::ReactorInline)
-        }
-    }
-    mod reactor_pool {
-        #[test]
-        fn slow_clients_do_not_stop_a_new_one() {
-            super::super::slow_clients_do_not_stop_a_new_one(crate::support::Engine::ReactorPool)
-        }
-    }
-}
+parking_tests!(
+    an_unread_slow_body_does_not_hold_a_worker,
+    slow_clients_do_not_stop_a_new_one,
+);

@@ -420,20 +420,4 @@ engine_tests!(
     half_handshake_closes_at_the_header_deadline,
 );
 
-/// Every configuration that parks what is not a request: not the server engine with parking off,
-/// whose shape is a worker per connection (tests/thread_per_connection.rs).
-mod parking {
-    #[cfg(feature = "server")]
-    #[test]
-    fn server_silent_connections_do_not_stop_new_clients() {
-        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::Server)
-    }
-    #[test]
-    fn reactor_inline_silent_connections_do_not_stop_new_clients() {
-        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::ReactorInline)
-    }
-    #[test]
-    fn reactor_pool_silent_connections_do_not_stop_new_clients() {
-        super::silent_connections_do_not_stop_new_clients(crate::support::Engine::ReactorPool)
-    }
-}
+parking_tests!(silent_connections_do_not_stop_new_clients);

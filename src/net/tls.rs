@@ -5,8 +5,9 @@
 //! plaintext comes out of `read`, and `write` encrypts. Two things differ from a socket, and the
 //! transport seam carries both: ciphertext may wait inside the transport after `write` returned
 //! (the engines call [`Write::flush`] after their output, which answers `WouldBlock` until it is
-//! out), and decrypted input may wait inside it with nothing left in the socket
-//! ([`Transport::buffered_input`]).
+//! out; a handshake flight the socket did not take shows in [`Transport::wants_write`], and the
+//! engines then wait for writability too), and decrypted input may wait inside it with nothing
+//! left in the socket ([`Transport::buffered_input`]).
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -159,15 +160,8 @@ impl<T: Transport> Drop for TlsStream<T> {
             return;
         }
         self.tls.send_close_notify();
-        if self.inner.set_nonblocking(true).is_err() {
-            return;
-        }
-        while self.tls.wants_write() {
-            match self.tls.write_tls(&mut self.inner) {
-                Ok(n) if n > 0 => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                _ => break,
-            }
+        if self.inner.set_nonblocking(true).is_ok() {
+            let _ = self.write_queued();
         }
     }
 }

@@ -57,6 +57,21 @@ macro_rules! engine_tests {
     };
 }
 
+/// Like [`engine_tests!`], on every configuration that parks what is not a request: all but the
+/// server engine with parking off, whose shape is a worker per connection
+/// (tests/thread_per_connection.rs).
+#[macro_export]
+macro_rules! parking_tests {
+    ($($name:ident),* $(,)?) => {
+        mod parking {
+            #[cfg(feature = "server")]
+            mod server { $( #[test] fn $name() { super::super::$name($crate::support::Engine::Server) } )* }
+            mod reactor_inline { $( #[test] fn $name() { super::super::$name($crate::support::Engine::ReactorInline) } )* }
+            mod reactor_pool { $( #[test] fn $name() { super::super::$name($crate::support::Engine::ReactorPool) } )* }
+        }
+    };
+}
+
 /// Engine-independent settings for a test server.
 #[derive(Clone, Debug)]
 pub struct Config {
