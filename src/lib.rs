@@ -18,7 +18,8 @@
 //! - **[`ws`]**: WebSocket (RFC 6455) on both engines: the core checks the upgrade, tungstenite
 //!   drives the frames, one [`ws::WsHandler`] runs the callbacks and a [`ws::WsSender`] pushes
 //!   from any thread. **[`sse`]**: server-sent events ([`Response::event_stream`]).
-//!   [`Response::file`] serves files with ranges and conditional requests.
+//!   [`Response::file`] serves a file with ranges and conditional requests (`ETag`,
+//!   `Last-Modified`); [`ServeDir`] serves a folder safely (decoded paths, no way out of it).
 //! - **[`Router`]**: a [`Handler`] that routes by method and path pattern (on `matchit`), with
 //!   path parameters ([`Request::param`]), `HEAD` answered by `GET` routes, `405` with `Allow`,
 //!   nesting and a fallback; it runs on both engines like any handler. [`Request`] also reads
@@ -100,6 +101,7 @@ mod net;
 mod rate;
 pub mod reactor;
 mod router;
+mod serve_dir;
 pub mod sse;
 pub mod ws;
 
@@ -131,3 +133,4 @@ pub use net::transport::{Address, Listener, Transport};
 pub use net::upgrade::Upgraded;
 pub use rate::MinRate;
 pub use router::Router;
+pub use serve_dir::ServeDir;

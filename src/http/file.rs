@@ -1,24 +1,27 @@
-//! File responses: Content-Length, single byte ranges (206/416), Last-Modified and
-//! If-Modified-Since (304), a content type from the extension.
+//! File responses: Content-Length, single byte ranges (206/416), `ETag` with `If-None-Match`
+//! and `Last-Modified` with `If-Modified-Since` (304), `If-Range`, a content type from the
+//! extension.
 
-use std::fs::File;
+use std::borrow::Cow;
+use std::fs::{File, Metadata};
 use std::io::{ErrorKind, Seek, SeekFrom};
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::http::response::{Body, BodyKind};
+use crate::http::response::{Body, BodyKind, HeaderText};
 use crate::{Request, Response};
 
 impl Response {
     /// Serves the file at `path` as the answer to `req`:
     ///
-    /// - `200` with `Content-Length`, `Last-Modified`, `Accept-Ranges: bytes` and a content type
-    ///   guessed from the extension;
+    /// - `200` with `Content-Length`, `ETag`, `Last-Modified`, `Accept-Ranges: bytes` and a
+    ///   content type from the extension (the `mime_guess` table; `text/*` as UTF-8);
     /// - `206 Partial Content` with `Content-Range` for one satisfiable `Range: bytes=…` (a
     ///   request for several ranges, or a malformed one, gets the whole file, as RFC 9110
     ///   allows); `416` with `Content-Range: bytes */LEN` for an unsatisfiable one; an
-    ///   `If-Range` that does not match `Last-Modified` gets the whole file;
-    /// - `304 Not Modified` when `If-Modified-Since` is not older than the file;
+    ///   `If-Range` that is neither the `ETag` nor the `Last-Modified` date gets the whole file;
+    /// - `304 Not Modified` when `If-None-Match` names the file's `ETag` (or is `*`), or, without
+    ///   `If-None-Match`, when `If-Modified-Since` is not older than the file (RFC 9110 §13.2.2);
     /// - `404` when there is no such file, `403` when it cannot be read, `405` for methods other
     ///   than GET and HEAD.
     ///
@@ -26,12 +29,19 @@ impl Response {
     /// them in pieces on its loop (fine for files in the page cache; use pool dispatch for
     /// cold disks).
     ///
+    /// The `ETag` is made from the file's length and modification time (as nginx makes it), so
+    /// it changes when the file is rewritten; it is strong: a range of it is a range of the same
+    /// bytes.
+    ///
     /// # Security
     ///
-    /// `path` is opened as given: it must be a path you trust. Never join a request's path to a
+    /// `path` is opened as given: it must be a path you trust. **To serve a folder, use
+    /// [`ServeDir`](crate::ServeDir)**, which decodes the request's path and refuses everything
+    /// below. Never join a request's path to a
     /// folder as it comes: `Path::join` with an absolute path (`GET /static//etc/passwd`)
     /// replaces the folder, `..` climbs out of it, `%2e%2e` is `..` once decoded, and a
-    /// symbolic link inside the folder may point anywhere. A way that refuses all of these:
+    /// symbolic link inside the folder may point anywhere. What [`ServeDir`](crate::ServeDir)
+    /// does, in short, for a handler that picks its files itself:
     ///
     /// ```no_run
     /// use std::path::{Component, Path};
@@ -77,32 +87,24 @@ impl Response {
             Err(e) if e.kind() == ErrorKind::PermissionDenied => return Response::new(403),
             Err(_) => return Response::new(500),
         };
-        let len = meta.len();
-        let modified = meta.modified().ok();
-        let last_modified = modified.map(httpdate::fmt_http_date);
+        let validators = Validators::of(&meta);
         let base = |status: u16| {
             let mut r = Response::new(status)
                 .with_content_type(content_type(path.as_ref()))
-                .with_header("Accept-Ranges", "bytes");
-            if let Some(lm) = &last_modified {
+                .with_header("Accept-Ranges", "bytes")
+                .with_header("ETag", validators.etag.clone());
+            if let Some(lm) = &validators.last_modified {
                 r = r.with_header("Last-Modified", lm.clone());
             }
             r
         };
-        if let (Some(ims), Some(m)) = (req.header("if-modified-since"), modified) {
-            if let Ok(ims) = httpdate::parse_http_date(ims) {
-                if seconds(m) <= seconds(ims) {
-                    return base(304);
-                }
-            }
+        if validators.not_modified(req) {
+            return base(304);
         }
-        let if_range_ok = match req.header("if-range") {
-            None => true,
-            Some(v) => last_modified.as_deref() == Some(v.trim()),
-        };
+        let len = meta.len();
         let range = req
             .header("range")
-            .filter(|_| if_range_ok)
+            .filter(|_| validators.if_range_holds(req))
             .map(|r| parse_range(r, len));
         let (status, start, count) = match range {
             None | Some(Range::Ignore) => (200, 0, len),
@@ -125,6 +127,82 @@ impl Response {
             kind: BodyKind::File(file, count),
         })
     }
+}
+
+/// What a client may hold of a file to ask whether it changed: its entity tag and date.
+struct Validators {
+    /// A strong tag, `"LEN-SECS.NANOS"` in hex.
+    etag: String,
+    modified: Option<SystemTime>,
+    last_modified: Option<String>,
+}
+
+impl Validators {
+    fn of(meta: &Metadata) -> Validators {
+        let modified = meta.modified().ok();
+        let since_epoch = modified
+            .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        Validators {
+            etag: format!(
+                "\"{:x}-{:x}.{:x}\"",
+                meta.len(),
+                since_epoch.as_secs(),
+                since_epoch.subsec_nanos()
+            ),
+            modified,
+            last_modified: modified.map(httpdate::fmt_http_date),
+        }
+    }
+
+    /// Whether a GET or HEAD gets `304`: `If-None-Match` decides when present (weak comparison,
+    /// `*` matches), else `If-Modified-Since`.
+    fn not_modified(&self, req: &Request<'_>) -> bool {
+        let mut none_match = req.header_all("if-none-match").peekable();
+        if none_match.peek().is_some() {
+            return none_match.any(|list| {
+                list.trim() == "*" || entity_tags(list).any(|t| opaque(t) == opaque(&self.etag))
+            });
+        }
+        match (req.header("if-modified-since"), self.modified) {
+            (Some(ims), Some(m)) => {
+                httpdate::parse_http_date(ims).is_ok_and(|ims| seconds(m) <= seconds(ims))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether an `If-Range` lets the `Range` through: absent, the `ETag` itself (strong
+    /// comparison), or the `Last-Modified` date exactly.
+    fn if_range_holds(&self, req: &Request<'_>) -> bool {
+        match req.header("if-range").map(str::trim) {
+            None => true,
+            Some(v) if v.starts_with('"') => v == self.etag,
+            Some(v) => self.last_modified.as_deref() == Some(v),
+        }
+    }
+}
+
+/// The entity tags of an `If-None-Match` list, each as sent (`W/"x"` or `"x"`); a malformed
+/// rest of the list ends it.
+fn entity_tags(list: &str) -> impl Iterator<Item = &str> {
+    let mut rest = list;
+    std::iter::from_fn(move || {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        let body = rest.strip_prefix("W/").unwrap_or(rest);
+        let start = rest.len() - body.len();
+        let inner = body.strip_prefix('"')?;
+        let end = inner.find('"')?;
+        // `start`, the quote, the tag, the closing quote.
+        let (tag, after) = rest.split_at(start + end + 2);
+        rest = after;
+        Some(tag)
+    })
+}
+
+/// A tag without its weakness: weak comparison (RFC 9110 §8.8.3.2).
+fn opaque(tag: &str) -> &str {
+    tag.strip_prefix("W/").unwrap_or(tag)
 }
 
 fn seconds(t: SystemTime) -> u64 {
@@ -169,26 +247,12 @@ fn parse_range(header: &str, len: u64) -> Range {
     }
 }
 
-fn content_type(path: &Path) -> &'static str {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("html" | "htm") => "text/html; charset=utf-8",
-        Some("css") => "text/css; charset=utf-8",
-        Some("js" | "mjs") => "text/javascript; charset=utf-8",
-        Some("json") => "application/json",
-        Some("txt" | "rs" | "md" | "toml") => "text/plain; charset=utf-8",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("gif") => "image/gif",
-        Some("webp") => "image/webp",
-        Some("ico") => "image/x-icon",
-        Some("wasm") => "application/wasm",
-        Some("pdf") => "application/pdf",
-        _ => "application/octet-stream",
+/// The content type of a file from its extension (`mime_guess`); `text/*` is declared UTF-8.
+fn content_type(path: &Path) -> HeaderText {
+    match mime_guess::from_path(path).first_raw() {
+        Some(t) if t.starts_with("text/") => Cow::Owned(format!("{t}; charset=utf-8")),
+        Some(t) => Cow::Borrowed(t),
+        None => Cow::Borrowed("application/octet-stream"),
     }
 }
 
@@ -216,5 +280,33 @@ mod tests {
         for (h, len, want) in cases {
             assert_eq!(parse_range(h, len), want, "{h} of {len}");
         }
+    }
+
+    #[test]
+    fn entity_tag_lists() {
+        fn tags(l: &str) -> Vec<&str> {
+            entity_tags(l).collect()
+        }
+        assert_eq!(tags(r#""a""#), [r#""a""#]);
+        assert_eq!(
+            tags(r#"W/"a", "b,c" ,"d""#),
+            [r#"W/"a""#, r#""b,c""#, r#""d""#]
+        );
+        assert_eq!(tags(r#""a", junk, "b""#), [r#""a""#]);
+        assert_eq!(tags(r#""unterminated"#), Vec::<&str>::new());
+        assert_eq!(tags(""), Vec::<&str>::new());
+        assert_eq!(opaque(r#"W/"a""#), opaque(r#""a""#));
+    }
+
+    #[test]
+    fn content_types() {
+        let ct = |p: &str| content_type(Path::new(p)).into_owned();
+        assert_eq!(ct("a.html"), "text/html; charset=utf-8");
+        assert_eq!(ct("a.CSS"), "text/css; charset=utf-8");
+        assert_eq!(ct("a.svg"), "image/svg+xml");
+        assert_eq!(ct("a.wasm"), "application/wasm");
+        assert_eq!(ct("a.json"), "application/json");
+        assert_eq!(ct("a.unknownext"), "application/octet-stream");
+        assert_eq!(ct("no_extension"), "application/octet-stream");
     }
 }
