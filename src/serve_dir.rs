@@ -21,7 +21,8 @@ use crate::{Handler, Request, Response};
 /// - a name starting with `.` (`.git`, `.env`), unless [`hidden`](ServeDir::hidden) allows
 ///   them;
 /// - a symbolic link that resolves outside the folder (links inside it are followed);
-/// - a folder without its index file; folders are never listed.
+/// - a folder without its index file (folders are never listed), and anything that is not a
+///   regular file (a FIFO, a device, a socket).
 ///
 /// A path with a malformed `%` escape or that is not UTF-8 once decoded gets `400`. A folder
 /// asked for without its trailing `/` gets `301` to the path with it (so that the index page's
@@ -157,10 +158,11 @@ impl ServeDir {
         if !real.starts_with(&self.root) {
             return Lookup::Refused;
         }
-        match real.is_dir() {
-            true if folder_path => Lookup::Refused,
-            true => Lookup::Folder,
-            false => Lookup::File(real),
+        // Regular files only: opening a FIFO would wait for a writer, a device is no file.
+        match std::fs::metadata(&real).map(|m| m.file_type()) {
+            Ok(t) if t.is_dir() && !folder_path => Lookup::Folder,
+            Ok(t) if t.is_file() => Lookup::File(real),
+            _ => Lookup::Refused,
         }
     }
 

@@ -19,7 +19,8 @@ const SECRET: &str = "TOP SECRET";
 /// base/outside/secret.txt            TOP SECRET
 /// base/public/index.html, hello.html, "a b.txt", café.txt, style.css, app.js, pic.svg,
 ///             data.json, mod.wasm, .secret, docs/index.html, empty/,
-///             link-in -> hello.html, link-out -> ../outside/secret.txt, dir-out -> ../outside
+///             link-in -> hello.html, link-out -> ../outside/secret.txt, dir-out -> ../outside,
+///             fifo (a named pipe)
 /// ```
 struct Tree(PathBuf);
 
@@ -54,6 +55,12 @@ impl Tree {
         std::os::unix::fs::symlink("hello.html", public.join("link-in")).expect("link");
         std::os::unix::fs::symlink("../outside/secret.txt", public.join("link-out")).expect("link");
         std::os::unix::fs::symlink("../outside", public.join("dir-out")).expect("link");
+        // Opening a FIFO waits for a writer: a server that tried would hang a thread.
+        let made = std::process::Command::new("mkfifo")
+            .arg(public.join("fifo"))
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
         Tree(base)
     }
 
@@ -149,6 +156,7 @@ fn no_way_out_of_the_folder(engine: Engine) {
         "/static/.secret",
         "/static/%2esecret",
         "/static/empty/",
+        "/static/fifo",
         "/static/no-such-file",
         "/staticx/hello.html",
         "/other/hello.html",
