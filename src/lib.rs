@@ -24,6 +24,9 @@
 //!   nesting and a fallback; it runs on both engines like any handler. [`Request`] also reads
 //!   the query as decoded pairs ([`Request::query_pairs`]), the path percent-decoded
 //!   ([`Request::path_decoded`]) and cookies ([`Request::cookies`]).
+//! - **JSON** (feature `json`): `Response::json` from any `Serialize`, `Request::read_json` into
+//!   any `DeserializeOwned` within the body limit, refused as a `JsonError` that converts into
+//!   its 415, 400, 422 or 413.
 //!
 //! ## Choosing
 //!
@@ -37,6 +40,7 @@
 //! |----------|--------------|
 //! | `server` | [`server::Server`], the thread-pool engine |
 //! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
+//! | `json`   | JSON bodies with serde: `Response::json`, `Request::read_json`, `JsonError` |
 //!
 //! ## Examples
 //!
@@ -95,6 +99,8 @@ mod engine;
 mod error;
 mod handler;
 mod http;
+#[cfg(feature = "json")]
+mod json;
 mod limits;
 mod net;
 mod rate;
@@ -126,6 +132,9 @@ pub use error::{Error, ErrorKind};
 pub use handler::{Handler, handler_fn};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub use json::{JsonError, JsonErrorKind};
 pub use limits::Limits;
 pub use net::transport::{Address, Listener, Transport};
 pub use net::upgrade::Upgraded;
