@@ -26,7 +26,8 @@
 //!   ([`Request::path_decoded`]) and cookies ([`Request::cookies`]).
 //! - **JSON** (feature `json`): `Response::json` from any `Serialize`, `Request::read_json` into
 //!   any `DeserializeOwned` within the body limit, refused as a `JsonError` that converts into
-//!   its 415, 400, 422 or 413.
+//!   its 415, 400, 422 or 413. **`http` interop** (feature `http`): an `http::Response<B>` or a
+//!   `StatusCode` into a [`Response`], `Request::to_http` for the head as an `http::Request<()>`.
 //!
 //! ## Choosing
 //!
@@ -41,6 +42,7 @@
 //! | `server` | [`server::Server`], the thread-pool engine |
 //! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
 //! | `json`   | JSON bodies with serde: `Response::json`, `Request::read_json`, `JsonError` |
+//! | `http`   | conversions with the `http` crate (1.x): `From<http::Response<B>>` and `From<StatusCode>` for [`Response`], `Request::to_http` |
 //!
 //! ## Examples
 //!
@@ -99,6 +101,8 @@ mod engine;
 mod error;
 mod handler;
 mod http;
+#[cfg(feature = "http")]
+mod interop;
 #[cfg(feature = "json")]
 mod json;
 mod limits;
