@@ -25,6 +25,10 @@
 //!   nesting and a fallback; it runs on both engines like any handler. [`Request`] also reads
 //!   the query as decoded pairs ([`Request::query_pairs`]), the path percent-decoded
 //!   ([`Request::path_decoded`]) and cookies ([`Request::cookies`]).
+//! - **JSON** (feature `json`): `Response::json` from any `Serialize`, `Request::read_json` into
+//!   any `DeserializeOwned` within the body limit, refused as a `JsonError` that converts into
+//!   its 415, 400, 422 or 413. **`http` interop** (feature `http`): an `http::Response<B>` or a
+//!   `StatusCode` into a [`Response`], `Request::to_http` for the head as an `http::Request<()>`.
 //!
 //! ## Choosing
 //!
@@ -38,6 +42,8 @@
 //! |----------|--------------|
 //! | `server` | [`server::Server`], the thread-pool engine |
 //! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
+//! | `json`   | JSON bodies with serde: `Response::json`, `Request::read_json`, `JsonError` |
+//! | `http`   | conversions with the `http` crate (1.x): `From<http::Response<B>>` and `From<StatusCode>` for [`Response`], `Request::to_http` |
 //!
 //! ## Examples
 //!
@@ -96,6 +102,10 @@ mod engine;
 mod error;
 mod handler;
 mod http;
+#[cfg(feature = "http")]
+mod interop;
+#[cfg(feature = "json")]
+mod json;
 mod limits;
 mod net;
 mod rate;
@@ -128,6 +138,9 @@ pub use error::{Error, ErrorKind};
 pub use handler::{Handler, handler_fn};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub use json::{JsonError, JsonErrorKind};
 pub use limits::Limits;
 pub use net::transport::{Address, Listener, Transport};
 pub use net::upgrade::Upgraded;

@@ -293,6 +293,13 @@ impl fmt::Debug for Body {
     }
 }
 
+/// No body: `()`, as in `http::Response<()>`.
+impl From<()> for Body {
+    fn from((): ()) -> Body {
+        Body::empty()
+    }
+}
+
 impl From<&'static str> for Body {
     fn from(s: &'static str) -> Body {
         Body {
