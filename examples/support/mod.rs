@@ -36,6 +36,8 @@ pub struct Args {
     /// `--tls-cert PEM` and `--tls-key PEM`: serve HTTPS (feature `tls`).
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
+    /// `--static DIR`: the folder `app` serves under `/static/`.
+    pub static_dir: Option<String>,
 }
 
 const USAGE: &str =
@@ -44,7 +46,8 @@ const USAGE: &str =
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
          --no-park  --session-threads  --park-linger-us N (server engine)
-         --tls-cert PEM --tls-key PEM (HTTPS; feature tls)";
+         --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
+         --static DIR (app: the folder served under /static/)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -66,6 +69,7 @@ impl Args {
             park_linger: None,
             tls_cert: None,
             tls_key: None,
+            static_dir: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -88,6 +92,7 @@ impl Args {
                 }
                 "--tls-cert" => args.tls_cert = Some(value()),
                 "--tls-key" => args.tls_key = Some(value()),
+                "--static" => args.static_dir = Some(value()),
                 "-h" | "--help" => usage(""),
                 other => usage(&format!("unknown option {other}")),
             }
@@ -187,10 +192,15 @@ impl Args {
     /// `NAME: listening on http://ADDR (…)` (the line the measuring tools read), and runs until
     /// SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully.
     pub fn run(name: &str, handler: impl Handler) {
+        Args::run_with(name, |_| handler);
+    }
+
+    /// [`Args::run`] with a handler made from the arguments.
+    pub fn run_with<H: Handler>(name: &str, make: impl FnOnce(&Args) -> H) {
         init_logger();
         let signals = Signals::install(name);
         let args = Args::parse();
-        let running = args.serve(handler);
+        let running = args.serve(make(&args));
         eprintln!(
             "{name}: listening on {} ({})",
             running.url(args.tls_cert.is_some()),

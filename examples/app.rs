@@ -1,0 +1,234 @@
+//! A small app that puts the crate together: a JSON API on items held in memory, static files,
+//! and a WebSocket and an event stream that announce every change, on either engine.
+//!
+//! ```text
+//! cargo run --release --example app --features server,json -- --static public
+//!
+//! GET    /api/items         the items, a JSON array
+//! POST   /api/items         {"name": "..."} in; 201 with the stored item and its id
+//! GET    /api/items/{id}    one item, or 404
+//! DELETE /api/items/{id}    204, or 404
+//! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR)
+//! GET    /ws                a WebSocket: {"listening":true}, then every change as JSON text
+//! GET    /events            an event stream: every change, as JSON data, with ids
+//! ```
+//!
+//! `--engine server|reactor`, `--dispatch inline|pool` and `--addr` as for `hello`; SIGINT or
+//! SIGTERM shuts it down gracefully (requests in flight answered, WebSockets closed with 1001).
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use twinhttp::sse::Event;
+use twinhttp::ws::{CloseFrame, RequestExt, WsHandler, WsMessage, WsSender};
+use twinhttp::{Handler, Request, Response, Router, ServeDir};
+
+/// A stored item.
+#[derive(Clone, Serialize)]
+struct Item {
+    id: u64,
+    name: String,
+}
+
+/// What a client sends to make an item (unknown fields refused: a typo is a 422, not data
+/// silently dropped).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewItem {
+    name: String,
+}
+
+/// A change, as announced to WebSockets and event streams.
+#[derive(Serialize)]
+#[serde(tag = "change", rename_all = "lowercase")]
+enum Change<'a> {
+    Created { item: &'a Item },
+    Deleted { id: u64 },
+}
+
+/// The items, and everyone listening for changes.
+#[derive(Default)]
+struct State {
+    items: Mutex<BTreeMap<u64, Item>>,
+    next_id: AtomicU64,
+    listeners: Mutex<Listeners>,
+}
+
+/// The open WebSockets (by connection number) and event streams.
+#[derive(Default)]
+struct Listeners {
+    sockets: HashMap<u64, WsSender>,
+    streams: Vec<twinhttp::sse::SseSender>,
+    next_socket: u64,
+    /// The event id of the last change announced.
+    changes: u64,
+}
+
+/// A lock whose holder panicked still guards consistent data here (every change is one insert
+/// or remove): carry on with it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    fn announce(&self, change: &Change<'_>) {
+        let Ok(json) = serde_json::to_string(change) else {
+            return;
+        };
+        let mut listeners = lock(&self.listeners);
+        listeners.changes += 1;
+        let id = listeners.changes.to_string();
+        // A listener that is gone (or too slow to keep a queue) is dropped.
+        listeners
+            .sockets
+            .retain(|_, ws| ws.send(json.as_str()).is_ok());
+        listeners
+            .streams
+            .retain(|events| events.send(Event::data(&json).id(&id)).is_ok());
+    }
+
+    fn list(&self) -> Response {
+        let items: Vec<Item> = lock(&self.items).values().cloned().collect();
+        Response::json(&items)
+    }
+
+    fn create(&self, req: &mut Request<'_>) -> Response {
+        let new: NewItem = match req.read_json() {
+            Ok(new) => new,
+            Err(refusal) => return refusal.into(),
+        };
+        let item = Item {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            name: new.name,
+        };
+        lock(&self.items).insert(item.id, item.clone());
+        self.announce(&Change::Created { item: &item });
+        Response::json(&item)
+            .with_status(201)
+            .with_header("Location", format!("/api/items/{}", item.id))
+    }
+
+    fn get(&self, req: &mut Request<'_>) -> Response {
+        match item_id(req).and_then(|id| lock(&self.items).get(&id).cloned()) {
+            Some(item) => Response::json(&item),
+            None => not_found(),
+        }
+    }
+
+    fn delete(&self, req: &mut Request<'_>) -> Response {
+        let Some(id) = item_id(req) else {
+            return not_found();
+        };
+        let removed = lock(&self.items).remove(&id);
+        match removed {
+            Some(_) => {
+                self.announce(&Change::Deleted { id });
+                Response::new(204)
+            }
+            None => not_found(),
+        }
+    }
+
+    fn events(&self) -> Response {
+        let (response, events) = Response::event_stream();
+        lock(&self.listeners).streams.push(events);
+        response
+    }
+
+    fn websocket(self: &Arc<Self>, req: &mut Request<'_>) -> Response {
+        match req.upgrade_websocket() {
+            Ok(upgrade) => upgrade.accept(Listener {
+                state: Arc::clone(self),
+                number: None,
+            }),
+            Err(refusal) => refusal,
+        }
+    }
+}
+
+/// The `{id}` of an items route; an id that is not a number names no item.
+fn item_id(req: &Request<'_>) -> Option<u64> {
+    req.param("id")?.parse().ok()
+}
+
+fn not_found() -> Response {
+    Response::json(&serde_json::json!({ "error": "no such item" })).with_status(404)
+}
+
+/// A WebSocket that listens for changes; what it sends is ignored.
+struct Listener {
+    state: Arc<State>,
+    number: Option<u64>,
+}
+
+impl WsHandler for Listener {
+    fn on_open(&mut self, ws: &WsSender) {
+        let mut listeners = lock(&self.state.listeners);
+        listeners.next_socket += 1;
+        let number = listeners.next_socket;
+        listeners.sockets.insert(number, ws.clone());
+        self.number = Some(number);
+        // Sent once it is registered: a client that has read it misses no change after it.
+        let _ = ws.send(r#"{"listening":true}"#);
+    }
+
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {}
+
+    fn on_close(&mut self, _: Option<CloseFrame>) {
+        if let Some(number) = self.number.take() {
+            lock(&self.state.listeners).sockets.remove(&number);
+        }
+    }
+}
+
+const INDEX: &str = "twinhttp app: GET/POST /api/items, GET/DELETE /api/items/{id}, \
+GET /static/..., GET /ws, GET /events\n";
+
+fn app(state: Arc<State>, files: Option<ServeDir>) -> Router {
+    let (s1, s2, s3, s4, s5, s6) = (
+        Arc::clone(&state),
+        Arc::clone(&state),
+        Arc::clone(&state),
+        Arc::clone(&state),
+        Arc::clone(&state),
+        state,
+    );
+    let router = Router::new()
+        .get("/", |_| Response::text(INDEX))
+        .get("/api/items", move |_| s1.list())
+        .post("/api/items", move |req| s2.create(req))
+        .get("/api/items/{id}", move |req| s3.get(req))
+        .delete("/api/items/{id}", move |req| s4.delete(req))
+        .get("/ws", move |req| s5.websocket(req))
+        .get("/events", move |_| s6.events());
+    let Some(files) = files else {
+        return router;
+    };
+    // `{*path}` needs at least one character: `/static/` (the index) and `/static` (its
+    // redirect) are routes of their own.
+    let files = Arc::new(files);
+    ["/static", "/static/", "/static/{*path}"]
+        .into_iter()
+        .fold(router, |router, pattern| {
+            let files = Arc::clone(&files);
+            router.get(pattern, move |req| files.handle(req))
+        })
+}
+
+fn main() {
+    support::Args::run_with("app", |args| {
+        let files = args.static_dir.as_ref().map(|dir| {
+            ServeDir::new(dir)
+                .unwrap_or_else(|e| {
+                    eprintln!("app: cannot serve --static {dir}: {e}");
+                    std::process::exit(2)
+                })
+                .prefix("/static")
+        });
+        app(Arc::new(State::default()), files)
+    });
+}
