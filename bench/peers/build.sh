@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every peer the benchmarks compare twinhttp against, with the libraries' default settings:
 # this Cargo workspace (hyper, actix-web, may_minihttp, tiny_http, ehttpd; tungstenite,
-# tokio-tungstenite, fastwebsockets; the TLS peers; idle_hold) into bench/peers/target/release,
+# tokio-tungstenite, fastwebsockets; the TLS peers; idle_hold;
+# twinhttp-report, which draws the charts) into bench/peers/target/release,
 # and the Go module bench/peers-go (net/http, gorilla/websocket, gobwas/ws) into
 # bench/peers-go/bin. About 4 minutes the first time on 2 cores; seconds after.
 # Go: `go` on PATH or /usr/local/go/bin/go; without it the Go peers are skipped, with a note.
