@@ -57,6 +57,7 @@ for rep in $(seq "$REPS"); do
       if [ "$scen" = d ]; then
         hold_idle ws "$IDLE_N"
         stop_server
+        raw_row "$raw" ws "$name" "d: idle" 0 "$rep" "" "" "" "" "" "$rss0" "$threads0"
         raw_row "$raw" ws "$name" "d: idle" "$held" "$rep" "" "" "" "" "$((IDLE_N - held))" "$rss" "$threads"
         printf '[%d/%d] %s d: %s idle held, RSS %s KiB, %s threads\n' "$i" "$total" "$name" "$held" "$rss" "$threads" >&2
         continue

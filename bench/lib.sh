@@ -118,24 +118,27 @@ hold_idle() {
 # wrk_ms VALUE: wrk's latency (812.00us, 1.50ms, 2.01s) in milliseconds.
 wrk_ms() {
   awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) printf "%.4f", v * 0.001; else if (v ~ /ms$/) printf "%.4f", v + 0;
+    if (v ~ /us$/) printf "%.4f", v * 0.001; else if (v ~ /ms$/) printf "%.3f", v + 0;
     else if (v ~ /m$/) printf "%.1f", v * 60000; else if (v ~ /s$/) printf "%.3f", v * 1000;
     else print "" }'
 }
 
 # measure_wrk CONNS WRK_ARGS...: wrk -t2 -cCONNS --latency for DURATION seconds (after WARMUP
-# seconds of the same load, discarded) against the server start_server started. WRK_ARGS holds
+# seconds of the same load, discarded) against the server start_server started, with a response
+# timeout of WRK_TIMEOUT (10 s, not wrk's 2 s: a slower response would be left out of p99). WRK_ARGS holds
 # the URL (and a script's options). Sets rps, p50, p99 (ms), requests, errors (socket errors +
 # non-2xx/3xx responses) and cpu_us (the server's CPU per request).
 measure_wrk() {
-  local conns=$1 threads=2 out before after ticks
+  local conns=$1 threads=2 limit=${WRK_TIMEOUT:-10}s out before after ticks
   shift
   [ "$conns" -ge 2 ] || threads=1
   if [ "${WARMUP:-1}" -gt 0 ]; then
-    timeout $((WARMUP + 20)) wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "$@" >/dev/null 2>&1 || true
+    timeout $((WARMUP + 20)) wrk -t"$threads" -c"$conns" -d"${WARMUP}s" --timeout "$limit" "$@" \
+      >/dev/null 2>&1 || true
   fi
   before=$(cpu_ticks "$spid")
-  out=$(timeout $((DURATION + 30)) wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "$@" 2>&1 || true)
+  out=$(timeout $((DURATION + 30)) wrk -t"$threads" -c"$conns" -d"${DURATION}s" --timeout "$limit" \
+    --latency "$@" 2>&1 || true)
   after=$(cpu_ticks "$spid")
   ticks=$(getconf CLK_TCK)
   rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
@@ -144,6 +147,8 @@ measure_wrk() {
   p99=$(wrk_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   errors=$(awk '/Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} /Non-2xx/ {n += $NF} END {print n + 0}' <<<"$out")
   cpu_us=""
+  # No response within the run: no latency to report (wrk prints 0.00us).
+  if [ "${requests:-0}" -eq 0 ]; then p50="" p99=""; fi
   if [ "${requests:-0}" -gt 0 ]; then
     cpu_us=$(awk -v t=$((after - before)) -v hz="$ticks" -v n="$requests" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
   fi

@@ -60,13 +60,11 @@ pub fn draw(path: &Path, chart: &Chart<'_>, lines: &[(String, Series)]) -> Resul
         .log_scale()
         .with_key_points(keys);
     match (chart.x_log, chart.y_log) {
-        (true, true) => plot(
-            path,
-            chart,
-            lines,
-            x_log,
-            (y_min.max(1e-3) * 0.8..y_top * 1.5).log_scale(),
-        ),
+        (true, true) => {
+            let (lo, hi) = (y_min.max(1e-3) * 0.8, y_top * 1.5);
+            let y = (lo..hi).log_scale().with_key_points(one_two_five(lo, hi));
+            plot(path, chart, lines, x_log, y)
+        }
         (true, false) => plot(path, chart, lines, x_log, 0.0..y_top),
         (false, _) => plot(path, chart, lines, 0.0..x_max * 1.05, 0.0..y_top),
     }
@@ -128,6 +126,22 @@ where
     Ok(())
 }
 
+/// Ticks for a log axis: 1, 2, 5, 10, 20, 50, ... between `lo` and `hi`.
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    let mut decade = 10f64.powf(lo.log10().floor());
+    let mut out = Vec::new();
+    while decade <= hi {
+        out.extend(
+            [1.0, 2.0, 5.0]
+                .map(|m| m * decade)
+                .into_iter()
+                .filter(|v| (lo..=hi).contains(v)),
+        );
+        decade *= 10.0;
+    }
+    out
+}
+
 /// 1024 → "1,024"; fractions keep one decimal.
 pub fn thousands(v: f64) -> String {
     if v.fract().abs() > 1e-9 && v.abs() < 10.0 {
@@ -151,7 +165,7 @@ fn short(v: f64) -> String {
         0.0 => "0".to_owned(),
         a if a >= 1e6 => format!("{:.1}M", v / 1e6),
         a if a >= 1e4 => format!("{:.0}k", v / 1e3),
-        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 100.0 || v.fract() == 0.0 => format!("{v:.0}"),
         a if a >= 1.0 => format!("{v:.1}"),
         _ => format!("{v:.2}"),
     }
@@ -168,5 +182,9 @@ mod tests {
         assert_eq!(thousands(16.0), "16");
         assert_eq!(short(250_000.0), "250k");
         assert_eq!(short(0.25), "0.25");
+        assert_eq!(
+            one_two_five(0.3, 60.0),
+            [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+        );
     }
 }

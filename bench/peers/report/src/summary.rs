@@ -45,6 +45,17 @@ fn table(rows: &[Row], section: &str, workload: &str) -> String {
             keys.push(key);
         }
     }
+    // Each server's rows together, by connections, servers in first-seen order.
+    let servers: Vec<String> = keys
+        .iter()
+        .map(|(s, _)| s.clone())
+        .fold(Vec::new(), |mut v, s| {
+            if !v.contains(&s) {
+                v.push(s);
+            }
+            v
+        });
+    keys.sort_by_key(|(s, c)| (servers.iter().position(|x| x == s), *c));
     let mut out = String::from("| server | connections |");
     for (m, _) in &columns {
         let _ = write!(out, " {} |", HEADINGS[*m]);
@@ -70,7 +81,8 @@ fn table(rows: &[Row], section: &str, workload: &str) -> String {
 /// `median (min–max)`, or the median alone when every repetition agreed or there was one.
 fn cell(m: usize, s: Spread) -> String {
     let f = |v: f64| {
-        if m == metric("rps") || m == metric("rss_kib") || m == metric("errors") || v >= 1000.0 {
+        let counted = ["rps", "errors", "rss_kib", "threads"].map(metric);
+        if counted.contains(&m) || v >= 1000.0 {
             thousands(v)
         } else if v >= 10.0 {
             format!("{v:.1}")
