@@ -115,9 +115,11 @@ hold_idle() {
   rm -f "$log"
 }
 
-# wrk_ms VALUE: wrk's latency (812.00us, 1.50ms, 2.01s) in milliseconds.
+# wrk_ms VALUE: wrk's latency (812.00us, 1.50ms, 2.01s) in milliseconds; nothing for 0.00us,
+# which wrk prints for percentiles it did not record (pipelined runs past the first batch).
 wrk_ms() {
   awk -v v="$1" 'BEGIN {
+    if (v + 0 == 0) { print ""; exit }
     if (v ~ /us$/) printf "%.4f", v * 0.001; else if (v ~ /ms$/) printf "%.3f", v + 0;
     else if (v ~ /m$/) printf "%.1f", v * 60000; else if (v ~ /s$/) printf "%.3f", v * 1000;
     else print "" }'
