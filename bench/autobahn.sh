@@ -6,7 +6,7 @@
 # (bench/autobahn/install.sh, into $AUTOBAHN_HOME, default ~/.cache/twinhttp-autobahn); reports
 # land in $AUTOBAHN_HOME/reports/<configuration>/index.html.
 #
-#   bench/autobahn.sh                     # all three configurations, about 5 minutes each
+#   bench/autobahn.sh                     # all three configurations, about 2 minutes
 #   CONFIGS="server" bench/autobahn.sh    # one (server reactor-inline reactor-pool)
 # knobs: CONFIGS, PORT (9301), TIMEOUT (900 s for one fuzzingclient run)
 # Only 127.0.0.1 is contacted; the server is stopped by its PID.
