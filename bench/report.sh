@@ -92,11 +92,15 @@ for n in "${idle_list[@]}"; do
     i=$((i + 1))
     printf '[%d/%d] idle twinhttp-%s %s connections ... ' "$i" "$total" "$cfg" "$n" >&2
     # shellcheck disable=SC2046 # the flags are words
-    out=$(timeout 600 "$here/target/release/examples/idle_conns" "$n" -- $(flags_of "$cfg") 2>/dev/null)
+    out=$(timeout 600 "$here/target/release/examples/idle_conns" "$n" -- $(flags_of "$cfg") 2>/dev/null || true)
     for kind in http ws; do
       label=HTTP
       [ "$kind" = ws ] && label=WebSocket
-      row=$(grep "^| .*, $label |" <<<"$out" | head -n 1)
+      row=$(grep "^| .*, $label |" <<<"$out" | head -n 1 || true)
+      if [ -z "$row" ]; then
+        printf '%s: idle_conns printed no row (skipped); ' "$kind" >&2
+        continue
+      fi
       IFS='|' read -r _ _ held failed threads rss _ <<<"$row"
       read -r t0 _ t1 <<<"$threads"
       read -r r0 _ r1 <<<"$rss"
