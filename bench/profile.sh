@@ -12,10 +12,10 @@
 #   SERVER = NAME:PORT:COMMAND  (COMMAND starts a server on 127.0.0.1:PORT; {PORT} is replaced)
 #   e.g. bench/profile.sh http "reactor:18401:target/release/examples/hello --addr 127.0.0.1:{PORT} --engine reactor"
 # knobs: CONNS (64) DURATION (4 s) PIPELINE (0: keep-alive; N: N requests per write, wrk Lua script)
-#        SIZE (32, ws message bytes) FREQ (2000 samples/s per thread) WSLOAD (path of the peers' wsload)
+#        SIZE (32, ws message bytes) FREQ (2000 samples/s per thread) WSLOAD (path of the ws_load example)
 #        KEEP (a folder: keep each perf.data there for `perf report -i`)
-# HTTP load: wrk -t2 (installed from Debian's packages if missing); WebSocket load: wsload from
-# ../shared/peers/ws (bench/compare_ws.sh builds it). Every server is started fresh, talks to
+# HTTP load: wrk -t2 (installed from Debian's packages if missing); WebSocket load: examples/ws_load
+# (built here if missing). Every server is started fresh, talks to
 # 127.0.0.1 only, and is stopped by its PID. Kernel symbols need kptr_restrict 0 (root here).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,17 +30,7 @@ need_tools
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
 LUA=""
-if [ "$PIPELINE" -gt 0 ]; then
-  LUA=$tmp/pipeline.lua
-  cat >"$LUA" <<'EOF'
-init = function(args)
-  local r = {}
-  for i = 1, tonumber(args[1]) do r[i] = wrk.format() end
-  req = table.concat(r)
-end
-request = function() return req end
-EOF
-fi
+if [ "$PIPELINE" -gt 0 ]; then LUA=$here/bench/pipeline.lua; fi
 
 # Kernel functions whose inclusive time makes each column (one level per path, so none is counted
 # twice; the __x64_sys_* wrappers are often tail calls that call graphs skip).
@@ -93,7 +83,7 @@ done
 
 load="wrk -t2 -c$CONNS -d${DURATION}s"
 [ "$PIPELINE" -gt 0 ] && load="$load, $PIPELINE requests per write"
-[ "$kind" = ws ] && load="wsload, $CONNS connections, $SIZE B binary messages, one in flight each"
+[ "$kind" = ws ] && load="ws_load, $CONNS connections, $SIZE B binary messages, one in flight each"
 echo
 echo "CPU microseconds per $unit by where they are spent ($load; perf record -g -F $FREQ;" \
   "$(nproc) cores, $(uname -r), $(date -I)). Shares in brackets are of the server's samples."

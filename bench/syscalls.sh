@@ -6,9 +6,9 @@
 # usage: bench/syscalls.sh http|ws SERVER ...
 #   SERVER = NAME:PORT:COMMAND  (COMMAND starts a server on 127.0.0.1:PORT; {PORT} is replaced)
 #   e.g. bench/syscalls.sh http "reactor:18301:target/release/examples/hello --addr 127.0.0.1:{PORT} --engine reactor"
-# knobs: CONNS (64) DURATION (3 s) SIZE (32, ws message bytes) WSLOAD (path of the peers' wsload)
-# HTTP load: wrk -t2 (installed from Debian's packages if missing); WebSocket load: wsload from
-# ../shared/peers/ws (bench/compare_ws.sh builds it). Every server is started fresh, talks to
+# knobs: CONNS (64) DURATION (3 s) SIZE (32, ws message bytes) WSLOAD (path of the ws_load example)
+# HTTP load: wrk -t2 (installed from Debian's packages if missing); WebSocket load: examples/ws_load
+# (built here if missing). Every server is started fresh, talks to
 # 127.0.0.1 only, and is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -23,7 +23,10 @@ async fn hello(_req: Request<hyper::body::Incoming>) -> Result<Response<Full<Byt
     Ok(rsp)
 }
 
-fn config(cert: &str, key: &str) -> Result<rustls::ServerConfig, Box<dyn std::error::Error + Send + Sync>> {
+fn config(
+    cert: &str,
+    key: &str,
+) -> Result<rustls::ServerConfig, Box<dyn std::error::Error + Send + Sync>> {
     let certs = CertificateDer::pem_file_iter(cert)?.collect::<Result<Vec<_>, _>>()?;
     let key = PrivateKeyDer::from_pem_file(key)?;
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
@@ -46,7 +49,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port.parse()?));
     let listener = TcpListener::bind(addr).await?;
     // Said once it listens: the benches connect when they read this line.
-    eprintln!("hyper + tokio-rustls listening on https://{}", listener.local_addr()?);
+    eprintln!(
+        "hyper + tokio-rustls listening on https://{}",
+        listener.local_addr()?
+    );
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
