@@ -2,13 +2,14 @@
 //! and a WebSocket and an event stream that announce every change, on either engine.
 //!
 //! ```text
-//! cargo run --release --example app --features server,json -- --static public
+//! cargo run --release --example app --features server,json -- --static examples/public
 //!
 //! GET    /api/items         the items, a JSON array
 //! POST   /api/items         {"name": "..."} in; 201 with the stored item and its id
 //! GET    /api/items/{id}    one item, or 404
 //! DELETE /api/items/{id}    204, or 404
-//! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR)
+//! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR);
+//!                           examples/public/index.html lists, adds and deletes items live
 //! GET    /ws                a WebSocket: {"listening":true}, then every change as JSON text
 //! GET    /events            an event stream: every change, as JSON data, with ids
 //! ```
@@ -189,34 +190,24 @@ const INDEX: &str = "twinhttp app: GET/POST /api/items, GET/DELETE /api/items/{i
 GET /static/..., GET /ws, GET /events\n";
 
 fn app(state: Arc<State>, files: Option<ServeDir>) -> Router {
-    let (s1, s2, s3, s4, s5, s6) = (
-        Arc::clone(&state),
-        Arc::clone(&state),
-        Arc::clone(&state),
-        Arc::clone(&state),
-        Arc::clone(&state),
-        state,
-    );
+    // A route's handler: one step on the shared state.
+    let on = |step: fn(&Arc<State>, &mut Request<'_>) -> Response| {
+        let state = Arc::clone(&state);
+        move |req: &mut Request<'_>| step(&state, req)
+    };
     let router = Router::new()
         .get("/", |_| Response::text(INDEX))
-        .get("/api/items", move |_| s1.list())
-        .post("/api/items", move |req| s2.create(req))
-        .get("/api/items/{id}", move |req| s3.get(req))
-        .delete("/api/items/{id}", move |req| s4.delete(req))
-        .get("/ws", move |req| s5.websocket(req))
-        .get("/events", move |_| s6.events());
+        .get("/api/items", on(|s, _| s.list()))
+        .post("/api/items", on(|s, req| s.create(req)))
+        .get("/api/items/{id}", on(|s, req| s.get(req)))
+        .delete("/api/items/{id}", on(|s, req| s.delete(req)))
+        .get("/ws", on(|s, req| s.websocket(req)))
+        .get("/events", on(|s, _| s.events()));
     let Some(files) = files else {
         return router;
     };
-    // `{*path}` needs at least one character: `/static/` (the index) and `/static` (its
-    // redirect) are routes of their own.
-    let files = Arc::new(files);
-    ["/static", "/static/", "/static/{*path}"]
-        .into_iter()
-        .fold(router, |router, pattern| {
-            let files = Arc::clone(&files);
-            router.get(pattern, move |req| files.handle(req))
-        })
+    // The folder is the fallback: `/static`, `/static/` and everything under it.
+    router.fallback(move |req| files.handle(req))
 }
 
 fn main() {

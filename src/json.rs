@@ -158,8 +158,11 @@ impl Request<'_> {
     /// Reads the body as JSON into a `T`, after checking that the request says it is JSON.
     ///
     /// The `Content-Type` must be `application/json` or `application/…+json` (parameters such as
-    /// `charset=utf-8` allowed), else the body is left unread (the server drains it) and the
-    /// error is a 415. The body is read as by [`Request::read_body`], so it is bounded by
+    /// `charset=utf-8` allowed), else the body is left unread and the error is a 415. The
+    /// connection then stays open if the server can skip the unread body: the reactor has read
+    /// it already; the thread-pool engine, which streams bodies to the handler, drains up to
+    /// [`Limits::max_drain_bytes`](crate::Limits::max_drain_bytes) (64 KiB) and closes the
+    /// connection (a lingering close) after a longer one. The body is read as by [`Request::read_body`], so it is bounded by
     /// [`Limits::max_body_bytes`](crate::Limits::max_body_bytes), chunked or not.
     ///
     /// # Errors

@@ -1,26 +1,30 @@
 //! [`ServeDir`]: a folder served safely, as a [`Handler`].
 
 use std::borrow::Cow;
+use std::fs::{File, Metadata};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use crate::{Handler, Request, Response};
+use crate::{Error, Handler, Request, Response};
 
 /// A [`Handler`] that serves the files under one folder.
 ///
 /// The request's path, minus a [`prefix`](ServeDir::prefix), is percent-decoded and looked up
-/// under the folder; the file is answered as [`Response::file`] answers (ranges, `ETag` with
-/// `If-None-Match`, `Last-Modified` with `If-Modified-Since`, a content type from the
-/// extension, `405` for methods other than `GET` and `HEAD`).
+/// under the folder; a regular file is answered as [`Response::file`] answers (ranges, `ETag`
+/// with `If-None-Match`, `Last-Modified` with `If-Modified-Since`, a content type from the
+/// name asked for, `405` for methods other than `GET` and `HEAD`).
 ///
 /// What it refuses, with `404 Not Found` (it does not tell what exists outside the folder):
 ///
 /// - a path that is not under the prefix;
 /// - an absolute path once the prefix is taken off (`/static//etc/passwd`), a `..` or `.`
-///   segment, sent plainly or encoded (`%2e%2e`, `..%2f`), a NUL (`%00`), a backslash;
+///   segment, sent plainly or encoded (`%2e%2e`, `..%2f`), a NUL (`%00`), a backslash, an
+///   empty segment;
 /// - a name starting with `.` (`.git`, `.env`), unless [`hidden`](ServeDir::hidden) allows
 ///   them;
-/// - a symbolic link that resolves outside the folder (links inside it are followed);
+/// - a symbolic link leading outside the folder;
 /// - a folder without its index file (folders are never listed), and anything that is not a
 ///   regular file (a FIFO, a device, a socket).
 ///
@@ -29,10 +33,18 @@ use crate::{Handler, Request, Response};
 /// relative links resolve), and with it, the folder's [`index`](ServeDir::index) file
 /// (`index.html`).
 ///
-/// The folder is resolved once, when the `ServeDir` is made; each request's file is resolved
-/// (`canonicalize`) and checked to be inside it before it is opened. Someone who can write into
-/// the folder can still race a link between the check and the open: serve folders that only
-/// you write to.
+/// # Symbolic links
+///
+/// The folder is opened once, when the `ServeDir` is made. On Linux each file is opened with
+/// `openat2(2)` and `RESOLVE_BENEATH` from the folder's descriptor: the kernel refuses every
+/// step out of the folder in the same call that opens the file, so a link swapped in while a
+/// request is under way cannot lead out. Links that stay inside, written relative, are followed;
+/// absolute links are refused. On other systems (and on Linux before 5.6) the file's path is
+/// resolved and checked to be inside the folder, then opened: someone who can write into the
+/// folder could swap a link in between, so there serve folders only you write to.
+///
+/// A link's target is the folder owner's choice: the dotfile rule applies to the names a
+/// request sends, so a link `settings.txt -> .env` serves `.env`'s bytes.
 ///
 /// # Examples
 ///
@@ -44,10 +56,13 @@ use crate::{Handler, Request, Response};
 /// let files = ServeDir::new("public")?.prefix("/static");
 /// let reactor = Reactor::builder().serve("127.0.0.1:8080", files)?;
 /// # reactor.shutdown(std::time::Duration::from_secs(1))?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), twinhttp::Error>(())
 /// ```
 ///
-/// In a [`Router`](crate::Router), beside other routes (`HEAD` is answered too):
+/// Behind a [`Router`](crate::Router)'s routes, as its fallback: `/static`, `/static/` and
+/// everything under it go to the folder, and a path under no route and not under `/static`
+/// gets the folder's `404`. (A route `/static/{*path}` would not match `/static/` itself: a
+/// catch-all takes at least one character.)
 ///
 /// ```no_run
 /// use twinhttp::{Handler, Response, Router, ServeDir};
@@ -55,14 +70,16 @@ use crate::{Handler, Request, Response};
 /// let files = ServeDir::new("public")?.prefix("/static");
 /// let app = Router::new()
 ///     .get("/", |_| Response::text("home"))
-///     .get("/static/{*path}", move |req| files.handle(req));
+///     .fallback(move |req| files.handle(req));
 /// # let _ = app;
-/// # Ok::<(), std::io::Error>(())
+/// # Ok::<(), twinhttp::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct ServeDir {
     /// Absolute and canonical: every file served is checked to be under it.
     root: PathBuf,
+    /// The folder, open: files are opened beneath it (`openat2`).
+    root_fd: Arc<OwnedFd>,
     prefix: String,
     index: Option<String>,
     hidden: Hidden,
@@ -81,17 +98,16 @@ impl ServeDir {
     ///
     /// # Errors
     ///
-    /// When `root` does not exist or is not a folder.
-    pub fn new(root: impl AsRef<Path>) -> io::Result<ServeDir> {
+    /// An [`Io`](crate::ErrorKind::Io) error when `root` does not exist, is not a folder or
+    /// cannot be opened.
+    pub fn new(root: impl AsRef<Path>) -> Result<ServeDir, Error> {
+        use rustix::fs::{Mode, OFlags};
         let root = root.as_ref().canonicalize()?;
-        if !root.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a folder", root.display()),
-            ));
-        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let root_fd = rustix::fs::open(&root, flags, Mode::empty()).map_err(io::Error::from)?;
         Ok(ServeDir {
             root,
+            root_fd: Arc::new(root_fd),
             prefix: String::new(),
             index: Some("index.html".to_owned()),
             hidden: Hidden::Refused,
@@ -100,9 +116,14 @@ impl ServeDir {
 
     /// The path prefix the folder is served under, such as `/static`: `/static/app.js` is the
     /// folder's `app.js`, and a path not under it gets `404`. Matched as the client sent it
-    /// (encoded); a trailing `/` is ignored.
+    /// (encoded); a missing leading `/` is added, a trailing one ignored.
     pub fn prefix(mut self, prefix: &str) -> ServeDir {
-        prefix.trim_end_matches('/').clone_into(&mut self.prefix);
+        let prefix = prefix.trim_matches('/');
+        self.prefix = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("/{prefix}")
+        };
         self
     }
 
@@ -135,7 +156,7 @@ impl ServeDir {
     /// [`handle`](Handler::handle) apply.
     pub fn serve(&self, req: &Request<'_>, relative: &str) -> Response {
         match self.resolve(relative) {
-            Lookup::File(path) => Response::file(req, path),
+            Lookup::File(file, meta, name) => Response::file_opened(req, file, &meta, &name),
             Lookup::Folder => self.redirect_to_folder(req),
             Lookup::Refused => Response::new(404),
         }
@@ -152,18 +173,42 @@ impl ServeDir {
         if !self.plain(&wanted) {
             return Lookup::Refused;
         }
-        let Ok(real) = self.root.join(wanted.as_ref()).canonicalize() else {
+        let Ok(file) = self.open_beneath(&wanted) else {
             return Lookup::Refused;
         };
-        if !real.starts_with(&self.root) {
-            return Lookup::Refused;
-        }
-        // Regular files only: opening a FIFO would wait for a writer, a device is no file.
-        match std::fs::metadata(&real).map(|m| m.file_type()) {
-            Ok(t) if t.is_dir() && !folder_path => Lookup::Folder,
-            Ok(t) if t.is_file() => Lookup::File(real),
+        // What was opened is what is checked and served: no path is looked up twice.
+        match file.metadata() {
+            Ok(meta) if meta.is_dir() && !folder_path => Lookup::Folder,
+            Ok(meta) if meta.is_file() => Lookup::File(file, meta, PathBuf::from(wanted.as_ref())),
+            // A FIFO, a device, a socket: nothing to send (opened without waiting on a writer).
             _ => Lookup::Refused,
         }
+    }
+
+    /// Opens `relative` under the folder, never outside it. On Linux, `openat2(2)` with
+    /// `RESOLVE_BENEATH` walks the path from the folder's descriptor and refuses any step out
+    /// of it (`..`, an absolute link, a link leading out), all in the one call, so a link swapped
+    /// in during the request changes nothing. Elsewhere, or on a kernel without `openat2`
+    /// (before 5.6, or a seccomp filter), the path is resolved, checked to be under the folder,
+    /// then opened: a link swapped in between the two would be followed.
+    fn open_beneath(&self, relative: &str) -> io::Result<File> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            use rustix::fs::ResolveFlags;
+            let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(&*self.root_fd, relative, flags, Mode::empty(), how) {
+                Ok(fd) => return Ok(File::from(fd)),
+                Err(rustix::io::Errno::NOSYS) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let real = self.root.join(relative).canonicalize()?;
+        if !real.starts_with(&self.root) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Ok(File::from(rustix::fs::open(&real, flags, Mode::empty())?))
     }
 
     /// Plain names only: no root, no `..` or `.`, no empty segment, no NUL or backslash, and
@@ -195,9 +240,11 @@ impl ServeDir {
 }
 
 /// What a request's path leads to.
+// Returned once per request and used at once, never stored: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Lookup {
-    /// A file inside the folder, its canonical path.
-    File(PathBuf),
+    /// A regular file inside the folder, open, and the name it was asked by (its type).
+    File(File, Metadata, PathBuf),
     /// A folder asked for without its trailing `/`.
     Folder,
     /// Outside, hidden, malformed or missing: `404`.
@@ -211,9 +258,10 @@ impl Handler for ServeDir {
         };
         // The prefix ends at a segment's end: `/static` does not serve `/staticfoo`.
         let Some(rest) = rest.strip_prefix('/') else {
-            return match rest.is_empty() {
-                true => self.redirect_to_folder(req),
-                false => Response::new(404),
+            return if rest.is_empty() {
+                self.redirect_to_folder(req)
+            } else {
+                Response::new(404)
             };
         };
         match crate::http::percent::decode(rest) {

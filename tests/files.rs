@@ -107,6 +107,13 @@ fn ranges(engine: Engine) {
 
 fn conditional_requests(engine: Engine) {
     let file = TempFile::new(100);
+    // Changed a while ago: its date is a strong validator, which If-Range needs.
+    let ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+    std::fs::File::options()
+        .write(true)
+        .open(&file.0)
+        .and_then(|f| f.set_modified(ago))
+        .expect("set the file's date");
     let srv = serve(engine, &file);
     let mut c = Client::new(srv.addr);
     let lm = get(&mut c, "/file", "")

@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 use std::fs::{File, Metadata};
-use std::io::{ErrorKind, Seek, SeekFrom};
+use std::io::{self, ErrorKind, Seek, SeekFrom};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::http::response::{Body, BodyKind, HeaderText};
 use crate::{Request, Response};
@@ -35,72 +35,51 @@ impl Response {
     ///
     /// # Security
     ///
-    /// `path` is opened as given: it must be a path you trust. **To serve a folder, use
-    /// [`ServeDir`](crate::ServeDir)**, which decodes the request's path and refuses everything
-    /// below. Never join a request's path to a
-    /// folder as it comes: `Path::join` with an absolute path (`GET /static//etc/passwd`)
-    /// replaces the folder, `..` climbs out of it, `%2e%2e` is `..` once decoded, and a
-    /// symbolic link inside the folder may point anywhere. What [`ServeDir`](crate::ServeDir)
-    /// does, in short, for a handler that picks its files itself:
-    ///
-    /// ```no_run
-    /// use std::path::{Component, Path};
-    /// use twinhttp::{Request, Response};
-    ///
-    /// /// `GET /static/…` from `root`, an absolute, canonical folder
-    /// /// (`Path::new("public").canonicalize()?`).
-    /// fn static_file(req: &mut Request<'_>, root: &Path) -> Response {
-    ///     let Ok(path) = req.path_decoded() else {
-    ///         return Response::new(400);
-    ///     };
-    ///     let Some(rest) = path.strip_prefix("/static/") else {
-    ///         return Response::new(404);
-    ///     };
-    ///     // Plain names only: no root, no `..`, no `.`, no NUL.
-    ///     let relative = Path::new(rest);
-    ///     let plain = relative.components().all(|c| matches!(c, Component::Normal(_)));
-    ///     if !plain || rest.contains('\0') {
-    ///         return Response::new(404);
-    ///     }
-    ///     // A symbolic link may lead out of the folder: resolve it, and check again.
-    ///     match root.join(relative).canonicalize() {
-    ///         Ok(real) if real.starts_with(root) => Response::file(req, real),
-    ///         _ => Response::new(404),
-    ///     }
-    /// }
-    /// # let _ = static_file;
-    /// ```
+    /// `path` is opened as given: it must be a path you trust. **To serve files a request
+    /// names, use [`ServeDir`](crate::ServeDir)**: never join a request's path to a folder as it
+    /// comes (`Path::join` with an absolute path, `GET /static//etc/passwd`, replaces the folder;
+    /// `..` climbs out of it, `%2e%2e` is `..` once decoded, and a symbolic link inside the
+    /// folder may point anywhere). Only regular files are served (a FIFO or a device is a `404`,
+    /// and is opened without waiting for a writer).
     pub fn file(req: &Request<'_>, path: impl AsRef<Path>) -> Response {
         if req.method() != "GET" && req.method() != "HEAD" {
             return Response::new(405).with_header("Allow", "GET, HEAD");
         }
-        let opened = File::open(path.as_ref()).and_then(|f| {
-            let meta = f.metadata()?;
-            if meta.is_dir() {
-                return Err(ErrorKind::NotFound.into());
+        match open_regular(path.as_ref()) {
+            Ok((file, meta)) => Response::file_opened(req, file, &meta, path.as_ref()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Response::new(404),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => Response::new(403),
+            Err(_) => Response::new(500),
+        }
+    }
+
+    /// The answer to `req` from a regular file already open, its content type from `name`.
+    pub(crate) fn file_opened(
+        req: &Request<'_>,
+        mut file: File,
+        meta: &Metadata,
+        name: &Path,
+    ) -> Response {
+        if req.method() != "GET" && req.method() != "HEAD" {
+            return Response::new(405).with_header("Allow", "GET, HEAD");
+        }
+        let validators = Validators::of(meta);
+        // A 304 carries the validators only (RFC 9110 §15.4.5); the others describe the bytes.
+        let validated = |status: u16| {
+            let r = Response::new(status).with_header("ETag", validators.etag.clone());
+            match &validators.last_modified {
+                Some(lm) => r.with_header("Last-Modified", lm.clone()),
+                None => r,
             }
-            Ok((f, meta))
-        });
-        let (mut file, meta) = match opened {
-            Ok(ok) => ok,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Response::new(404),
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => return Response::new(403),
-            Err(_) => return Response::new(500),
-        };
-        let validators = Validators::of(&meta);
-        let base = |status: u16| {
-            let mut r = Response::new(status)
-                .with_content_type(content_type(path.as_ref()))
-                .with_header("Accept-Ranges", "bytes")
-                .with_header("ETag", validators.etag.clone());
-            if let Some(lm) = &validators.last_modified {
-                r = r.with_header("Last-Modified", lm.clone());
-            }
-            r
         };
         if validators.not_modified(req) {
-            return base(304);
+            return validated(304);
         }
+        let base = |status: u16| {
+            validated(status)
+                .with_content_type(content_type(name))
+                .with_header("Accept-Ranges", "bytes")
+        };
         let len = meta.len();
         let range = req
             .header("range")
@@ -135,6 +114,16 @@ struct Validators {
     etag: String,
     modified: Option<SystemTime>,
     last_modified: Option<String>,
+    /// Whether the date is a strong validator: a file changed within the second it names could
+    /// change again within it unseen (RFC 9110 §8.8.2.2).
+    date_strength: Strength,
+}
+
+/// Whether a validator changes whenever the bytes do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strength {
+    Strong,
+    Weak,
 }
 
 impl Validators {
@@ -152,6 +141,10 @@ impl Validators {
             ),
             modified,
             last_modified: modified.map(httpdate::fmt_http_date),
+            date_strength: match modified.map(|m| SystemTime::now().duration_since(m)) {
+                Some(Ok(age)) if age >= Duration::from_secs(1) => Strength::Strong,
+                _ => Strength::Weak,
+            },
         }
     }
 
@@ -173,12 +166,15 @@ impl Validators {
     }
 
     /// Whether an `If-Range` lets the `Range` through: absent, the `ETag` itself (strong
-    /// comparison), or the `Last-Modified` date exactly.
+    /// comparison), or the `Last-Modified` date exactly when that date is strong (RFC 9110
+    /// §13.1.5).
     fn if_range_holds(&self, req: &Request<'_>) -> bool {
         match req.header("if-range").map(str::trim) {
             None => true,
             Some(v) if v.starts_with('"') => v == self.etag,
-            Some(v) => self.last_modified.as_deref() == Some(v),
+            Some(v) => {
+                self.date_strength == Strength::Strong && self.last_modified.as_deref() == Some(v)
+            }
         }
     }
 }
@@ -203,6 +199,23 @@ fn entity_tags(list: &str) -> impl Iterator<Item = &str> {
 /// A tag without its weakness: weak comparison (RFC 9110 §8.8.3.2).
 fn opaque(tag: &str) -> &str {
     tag.strip_prefix("W/").unwrap_or(tag)
+}
+
+/// Opens `path` for reading if it is a regular file, without waiting on a FIFO's writer.
+pub(crate) fn open_regular(path: &Path) -> io::Result<(File, Metadata)> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    regular(File::from(rustix::fs::open(path, flags, Mode::empty())?))
+}
+
+/// `file` and its metadata if it is a regular file; `NotFound` otherwise (a folder, a FIFO, a
+/// device: nothing a file response can send).
+pub(crate) fn regular(file: File) -> io::Result<(File, Metadata)> {
+    let meta = file.metadata()?;
+    match meta.is_file() {
+        true => Ok((file, meta)),
+        false => Err(ErrorKind::NotFound.into()),
+    }
 }
 
 fn seconds(t: SystemTime) -> u64 {
