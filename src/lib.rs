@@ -101,6 +101,7 @@ mod rate;
 pub mod reactor;
 mod router;
 pub mod sse;
+pub mod stats;
 pub mod ws;
 
 #[cfg(feature = "server")]

@@ -13,22 +13,28 @@ use crate::net::transport::Stream;
 use crate::rate::Meter;
 
 /// Writes a streamed body: every piece the core produces goes out at once; a file goes by
-/// `sendfile(2)`.
+/// `sendfile(2)`. `bytes`: the body bytes sent.
 pub(super) fn pump(
     stream: &mut Stream,
     out: &mut Vec<u8>,
     encoder: Encoder,
     kind: BodyKind,
     sent: &mut Meter,
+    bytes: &mut u64,
 ) -> bool {
     if let BodyKind::File(file, len) = kind {
         // The head goes first; the bytes bypass the encoder (a file body has a length).
-        return flush(&mut *stream, out, sent).is_ok()
-            && io::send_file(&mut *stream, &file, len, sent);
+        let done =
+            flush(&mut *stream, out, sent).is_ok() && io::send_file(&mut *stream, &file, len, sent);
+        if done {
+            *bytes = len;
+        }
+        return done;
     }
     let mut body = Streaming::new(encoder, kind);
     loop {
         let end = body.produce(out);
+        *bytes = body.sent();
         if flush(&mut *stream, out, sent).is_err() {
             return false;
         }
