@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use twinhttp::Handler;
 use twinhttp::reactor::{Dispatch, Reactor};
+use twinhttp::stats::StatsHandle;
 
 /// Options every example takes.
 pub struct Args {
@@ -36,6 +37,8 @@ pub struct Args {
     /// `--tls-cert PEM` and `--tls-key PEM`: serve HTTPS (feature `tls`).
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
+    /// `--access-log`: one line per exchange through `log` (target `twinhttp::access`, at info).
+    pub access_log: bool,
 }
 
 const USAGE: &str =
@@ -44,7 +47,8 @@ const USAGE: &str =
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
          --no-park  --session-threads  --park-linger-us N (server engine)
-         --tls-cert PEM --tls-key PEM (HTTPS; feature tls)";
+         --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
+         --access-log (a line per exchange; shown with RUST_LOG=info)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -66,6 +70,7 @@ impl Args {
             park_linger: None,
             tls_cert: None,
             tls_key: None,
+            access_log: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -88,6 +93,7 @@ impl Args {
                 }
                 "--tls-cert" => args.tls_cert = Some(value()),
                 "--tls-key" => args.tls_key = Some(value()),
+                "--access-log" => args.access_log = true,
                 "-h" | "--help" => usage(""),
                 other => usage(&format!("unknown option {other}")),
             }
@@ -126,16 +132,23 @@ impl Args {
 
     /// Starts `handler` on the chosen engine; exits with a message when it cannot.
     pub fn serve(&self, handler: impl Handler) -> Running {
+        self.serve_with(|_| handler)
+    }
+
+    /// Starts the handler `make` returns, given the engine's live counters, on the chosen
+    /// engine; exits with a message when it cannot.
+    pub fn serve_with<H: Handler>(&self, make: impl FnOnce(StatsHandle) -> H) -> Running {
         let running = match self.engine.as_str() {
             #[cfg(feature = "server")]
             "server" => {
-                let mut b = twinhttp::server::Server::builder().parking(
-                    match (self.no_park, self.session_threads) {
+                let mut b = twinhttp::server::Server::builder()
+                    .parking(match (self.no_park, self.session_threads) {
                         (true, _) => twinhttp::server::Parking::Off,
                         (false, true) => twinhttp::server::Parking::Http,
                         (false, false) => twinhttp::server::Parking::All,
-                    },
-                );
+                    })
+                    .access_log(self.access_log);
+                let handler = make(b.stats_handle());
                 if let Some(n) = self.threads {
                     b = b.workers(n);
                 }
@@ -153,7 +166,8 @@ impl Args {
                 .map(Running::Server)
             }
             "reactor" => {
-                let mut b = Reactor::builder();
+                let mut b = Reactor::builder().access_log(self.access_log);
+                let handler = make(b.stats_handle());
                 if let Some(n) = self.threads {
                     b = b.loops(n);
                 }
@@ -295,8 +309,11 @@ impl Running {
 
 /// Logs through `env_logger`: warnings and errors by default (handler panics, accept errors when
 /// out of descriptors), more with `RUST_LOG=info` or `RUST_LOG=debug`.
+/// Warnings and errors, and the access log's lines when `--access-log` is given; `RUST_LOG`
+/// overrides.
 pub fn init_logger() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let default = "warn,twinhttp::access=info";
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();
 }
 
 fn number(s: &str) -> usize {

@@ -18,6 +18,7 @@ use crate::net::transport::Stream;
 use crate::rate::Meter;
 use crate::reactor::pool::Job;
 use crate::reactor::pools::Pools;
+use crate::stats::Activity;
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
@@ -217,8 +218,14 @@ impl Connection {
                             .write_error(e.status(), &mut busy.out, cx.counters);
                         Step::Progress
                     }
-                    Ok(Some(decoder)) if decoder.is_done() => self.dispatch(head, Vec::new(), cx),
+                    Ok(Some(decoder)) if decoder.is_done() => {
+                        // Counted as served while its handler runs (a `/stats` handler sees
+                        // itself); back to waiting when the step settles.
+                        self._open.set(Activity::Writing);
+                        self.dispatch(head, Vec::new(), cx)
+                    }
                     Ok(Some(decoder)) => {
+                        self._open.set(Activity::Writing);
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
                         if head.expect_continue && busy.read.is_empty() {
