@@ -24,6 +24,14 @@
 //!   nesting and a fallback; it runs on both engines like any handler. [`Request`] also reads
 //!   the query as decoded pairs ([`Request::query_pairs`]), the path percent-decoded
 //!   ([`Request::path_decoded`]) and cookies ([`Request::cookies`]).
+//! - **[`stats`]**: live counters, the same [`stats::Stats`] on both engines (nginx
+//!   `stub_status`'s counts, plus parked, queued and per-loop connections, sessions, refusals by
+//!   reason, panics, threads), read by `Server::stats`, `Reactor::stats` or a
+//!   [`stats::StatsHandle`]; feature `metrics` publishes them through the `metrics` facade.
+//! - **Access log**: `.access_log(true)` on either builder logs one line per exchange through
+//!   `log`, at `info` to target `twinhttp::access`:
+//!   `127.0.0.1:53412 "GET /path HTTP/1.1" 200 13 0.21ms` (peer, request line, status, body
+//!   bytes, time from the head to the end of the response). Off (the default), it costs nothing.
 //!
 //! ## Choosing
 //!
@@ -37,6 +45,7 @@
 //! |----------|--------------|
 //! | `server` | [`server::Server`], the thread-pool engine |
 //! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
+//! | `metrics`| the live counters through the `metrics` facade: `stats::publish` |
 //!
 //! ## Examples
 //!

@@ -7,10 +7,11 @@
 //!
 //! The counters are relaxed atomics, and the ones the hot path touches (requests, and the gauge
 //! of what each connection is doing) sit in cache-padded slots, one per engine thread, summed
-//! when read: no two threads write the same cache line per request. Each open connection is in
-//! exactly one [`Activity`] at a time, held by the guard that counts it open, and moves between
-//! them through that guard (one decrement, one increment), so once the server is quiescent the
-//! gauges add up to `active` exactly. While requests are in flight a snapshot is a moment's view
+//! when read: no two threads write the same cache line per request. Each open connection is
+//! counted in exactly one state (waiting, reading, queued, writing, closing, a WebSocket, an event
+//! stream, upgraded) at a time, held by the guard that counts it open, and moves between them
+//! through that guard (one decrement, one increment), so once the server is quiescent the gauges
+//! add up to `active` exactly. While requests are in flight a snapshot is a moment's view
 //! of counters read one after the other: the gauges may not add up to `active` at that instant.
 //!
 //! ```no_run
@@ -73,10 +74,12 @@ pub(crate) enum Activity {
 
 const ACTIVITIES: usize = 8;
 
-/// Engine threads' slots; more threads than this share them (still exact, only contended).
+/// Engine threads' slots (a power of two); more threads than this share them (still exact,
+/// only contended).
 const SLOTS: usize = 16;
 
-/// A thread's slot index, the same for every server it works for.
+/// A thread's slot index (below `SLOTS`), the same for every server it works for.
+#[inline]
 fn slot_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
@@ -85,7 +88,7 @@ fn slot_index() -> usize {
     SLOT.with(|s| {
         let mut i = s.get();
         if i == usize::MAX {
-            i = NEXT.fetch_add(1, Relaxed) % SLOTS;
+            i = NEXT.fetch_add(1, Relaxed) & (SLOTS - 1);
             s.set(i);
         }
         i
@@ -103,7 +106,7 @@ struct Slot {
 
 /// The counters of one running engine, shared by its threads (in its `Control`).
 pub(crate) struct Counters {
-    slots: Box<[CachePadded<Slot>]>,
+    slots: Box<[CachePadded<Slot>; SLOTS]>,
     accepted: AtomicU64,
     handled: AtomicU64,
     panics: AtomicU64,
@@ -134,9 +137,7 @@ impl Counters {
     /// Counters for an engine with `loops` event loops (0: the server engine).
     pub(crate) fn new(loops: usize) -> Self {
         Counters {
-            slots: (0..SLOTS)
-                .map(|_| CachePadded::new(Slot::default()))
-                .collect(),
+            slots: Box::new(std::array::from_fn(|_| CachePadded::new(Slot::default()))),
             accepted: AtomicU64::new(0),
             handled: AtomicU64::new(0),
             panics: AtomicU64::new(0),
@@ -151,9 +152,10 @@ impl Counters {
         }
     }
 
+    #[inline]
     fn slot(&self) -> &Slot {
-        // `slots` has SLOTS entries and the index is taken modulo SLOTS.
-        &self.slots[slot_index() % self.slots.len().max(1)]
+        // In bounds: the index is masked to below SLOTS, the array's length.
+        &self.slots[slot_index() & (SLOTS - 1)]
     }
 
     /// A connection was accepted; `admitted`: under `max_connections` (else refused).
@@ -167,6 +169,7 @@ impl Counters {
     }
 
     /// A request head was read in full.
+    #[inline]
     pub(crate) fn request(&self) {
         self.slot().requests.fetch_add(1, Relaxed);
     }
@@ -191,6 +194,7 @@ impl Counters {
     }
 
     /// A connection moved from one activity to another (on this thread's slot).
+    #[inline]
     pub(crate) fn moved(&self, from: Activity, to: Activity) {
         let slot = self.slot();
         slot.gauges[from as usize].fetch_sub(1, Relaxed);

@@ -71,13 +71,13 @@ fn assert_line(got: &str, peer: SocketAddr, request: &str, status: u16, bytes: u
 }
 
 /// A server of `app` with the access log on, and a client of it with its address.
-fn logged(engine: Engine) -> (TestServer, Client, SocketAddr) {
+fn logged(engine: Engine, cfg: Config) -> (TestServer, Client, SocketAddr) {
     install();
     let srv = start_with(
         engine,
         Config {
             access_log: true,
-            ..Config::default()
+            ..cfg
         },
         app,
     );
@@ -87,7 +87,7 @@ fn logged(engine: Engine) -> (TestServer, Client, SocketAddr) {
 }
 
 fn one_line_per_exchange(engine: Engine) {
-    let (_srv, mut c, peer) = logged(engine);
+    let (_srv, mut c, peer) = logged(engine, Config::default());
     assert_eq!(c.request("GET /", "").text(), "Hello, World!");
     assert_eq!(c.request("GET /nowhere?x=1", "").status, 404);
     c.send(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -108,12 +108,26 @@ fn one_line_per_exchange(engine: Engine) {
 
 /// An error the engine answered itself is logged too, with `"-"` for a head it could not read.
 fn refusals_are_logged(engine: Engine) {
-    let (_srv, mut c, peer) = logged(engine);
+    let (_srv, mut c, peer) = logged(engine, Config::default());
     c.send(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
     assert_eq!(c.response().status, 400);
     let lines = lines_of(peer, 1, Duration::from_secs(10));
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert_line(&lines[0], peer, "-", 400, "Bad Request".len() as u64);
+}
+
+/// A head that does not come in full by its deadline: `408`, logged with `"-"`.
+fn header_timeouts_are_logged(engine: Engine) {
+    let cfg = Config {
+        header_read_timeout: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let (_srv, mut c, peer) = logged(engine, cfg);
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!(c.response().status, 408);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_line(&lines[0], peer, "-", 408, "Request Timeout".len() as u64);
 }
 
 fn off_by_default(engine: Engine) {
@@ -129,4 +143,9 @@ fn off_by_default(engine: Engine) {
     assert!(lines.is_empty(), "{lines:#?}");
 }
 
-engine_tests!(one_line_per_exchange, refusals_are_logged, off_by_default);
+engine_tests!(
+    one_line_per_exchange,
+    refusals_are_logged,
+    header_timeouts_are_logged,
+    off_by_default
+);

@@ -252,4 +252,31 @@ fn refusals_by_reason(engine: Engine) {
     assert_eq!((s.panics, s.requests, s.refusals_total()), (1, 2, 0));
 }
 
-engine_tests!(held_connections_are_counted, refusals_by_reason);
+/// A client that stops reading a large response is cut off at the minimum response rate, and
+/// counted as too slow.
+fn a_client_too_slow_to_read_is_counted(engine: Engine) {
+    let big = |_: &mut Request<'_>| Response::new(200).with_body(vec![b'x'; 32 << 20]);
+    let srv = start_with(
+        engine,
+        Config {
+            response_rate: Some(MinRate::new(1000, Duration::from_millis(200))),
+            ..Config::default()
+        },
+        big,
+    );
+    let mut c = connect(srv.addr);
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    // Nothing is read: the socket buffers fill, the server waits, then gives up.
+    let s = until(&srv, "cut off as too slow", |s| {
+        s.refusals(Refusal::TooSlow) == 1 && s.active == 0
+    });
+    assert_eq!(s.refusals_total(), 1, "{:?}", s.refused);
+    drop(c);
+}
+
+engine_tests!(
+    held_connections_are_counted,
+    refusals_by_reason,
+    a_client_too_slow_to_read_is_counted
+);

@@ -13,7 +13,8 @@ use crate::net::transport::Stream;
 use crate::rate::Meter;
 
 /// Writes a streamed body: every piece the core produces goes out at once; a file goes by
-/// `sendfile(2)`. `bytes`: the body bytes sent.
+/// `sendfile(2)`. `Ok(false)`: the body fell short or failed; `Err`: a write did (`TimedOut`:
+/// the client took it slower than the minimum rate). `bytes`: the body bytes sent.
 pub(super) fn pump(
     stream: &mut Stream,
     out: &mut Vec<u8>,
@@ -21,25 +22,23 @@ pub(super) fn pump(
     kind: BodyKind,
     sent: &mut Meter,
     bytes: &mut u64,
-) -> bool {
+) -> std::io::Result<bool> {
     if let BodyKind::File(file, len) = kind {
         // The head goes first; the bytes bypass the encoder (a file body has a length).
-        let done =
-            flush(&mut *stream, out, sent).is_ok() && io::send_file(&mut *stream, &file, len, sent);
+        flush(&mut *stream, out, sent)?;
+        let done = io::send_file(&mut *stream, &file, len, sent);
         if done {
             *bytes = len;
         }
-        return done;
+        return Ok(done);
     }
     let mut body = Streaming::new(encoder, kind);
     loop {
         let end = body.produce(out);
         *bytes = body.sent();
-        if flush(&mut *stream, out, sent).is_err() {
-            return false;
-        }
+        flush(&mut *stream, out, sent)?;
         if let Some(complete) = end {
-            return complete;
+            return Ok(complete);
         }
     }
 }

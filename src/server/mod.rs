@@ -267,6 +267,7 @@ impl Builder {
                 limits: self.limits,
                 header_read_timeout: self.header_read_timeout,
                 buffers: head::Buffers::new(self.workers.saturating_mul(2)),
+                access_log: self.access_log,
             };
             Some(Arc::new(park::Parker::new(
                 reads,

@@ -495,7 +495,7 @@ impl Parker {
             // Unlocked: reading, writing a 408 and dropping (closing a connection frees its
             // entry: its ticket takes the lock) happen here.
             for conn in expired.drain(..) {
-                if let Outcome::Park(conn) = head::expire(conn, &self.reads.buffers, now) {
+                if let Outcome::Park(conn) = head::expire(conn, &self.reads, now) {
                     self.park_again(conn);
                 }
             }

@@ -30,7 +30,7 @@ use crate::net::io::{self, flush, linger_close};
 use crate::net::transport::Stream;
 use crate::net::upgrade::detach;
 use crate::rate::Meter;
-use crate::stats::Activity;
+use crate::stats::{Activity, Counters, Refusal};
 use crate::ws::WS_READ_BUF;
 use crate::{Handler, Response};
 
@@ -58,6 +58,25 @@ struct Scratch {
     head: RequestHead,
     /// WebSockets read into this (`WS_READ_BUF` bytes), made when the first one comes.
     ws: Option<ReadBuf>,
+}
+
+impl Scratch {
+    /// Writes out what `write` holds, at the minimum response rate; a client that takes it
+    /// slower is counted as refused for being too slow.
+    fn write_out(&mut self, stream: &mut Stream, counters: &Counters) -> std::io::Result<()> {
+        let written = flush(stream, &mut self.write, &mut self.sent);
+        if let Err(e) = &written {
+            too_slow(e, counters);
+        }
+        written
+    }
+}
+
+/// Counts a write that failed because the client took it slower than the minimum rate.
+fn too_slow(e: &std::io::Error, counters: &Counters) {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        counters.refused(Refusal::TooSlow);
+    }
 }
 
 /// Bytes of response buffered before it is written out while more pipelined requests wait.
@@ -214,7 +233,9 @@ fn head<H>(
                 return Head::Refused;
             }
         }
-        if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+        if s.write_out(conn.stream(), &shared.control.counters)
+            .is_err()
+        {
             return Head::Gone;
         }
         match more_head(shared, conn, &mut s.read, due) {
@@ -347,7 +368,15 @@ fn respond<H: Handler>(
                 )
             }));
             http.streamed(bytes);
-            if !pumped.unwrap_or(false) {
+            let complete = match pumped {
+                Ok(Ok(complete)) => complete,
+                Ok(Err(e)) => {
+                    too_slow(&e, counters);
+                    false
+                }
+                Err(_) => false,
+            };
+            if !complete {
                 http.abort();
             }
         }
@@ -371,7 +400,9 @@ fn respond<H: Handler>(
                 rate: cfg.min_response_rate,
                 encoder,
             });
-            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+            if s.write_out(conn.stream(), &shared.control.counters)
+                .is_err()
+            {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();
@@ -380,7 +411,9 @@ fn respond<H: Handler>(
             return Responded::Left(None);
         }
         After::Detach(then) => {
-            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+            if s.write_out(conn.stream(), &shared.control.counters)
+                .is_err()
+            {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();
@@ -393,7 +426,8 @@ fn respond<H: Handler>(
         return Responded::Finish(conn);
     }
     if s.write.len() >= cfg.limits.max_pipeline_output
-        && flush(conn.stream(), &mut s.write, &mut s.sent).is_err()
+        && s.write_out(conn.stream(), &shared.control.counters)
+            .is_err()
     {
         return Responded::Gone;
     }
@@ -523,7 +557,7 @@ fn finish<H>(
     http: &Conn,
     s: &mut Scratch,
 ) -> Option<Connection> {
-    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
+    s.write_out(conn.stream(), &shared.control.counters).ok()?;
     match (http.state(), &shared.parker) {
         (State::Closing(Close::Linger), Some(_)) => match head::linger(conn, Instant::now()) {
             Outcome::Park(conn) | Outcome::Ready(conn) => Some(conn),
@@ -563,7 +597,7 @@ fn into_session<H: Handler>(
         }
         Err(None) => return None,
     };
-    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
+    s.write_out(conn.stream(), &shared.control.counters).ok()?;
     conn.wait = Wait::Session(Box::new(make(wake, &conn)));
     conn.settle();
     session::drive(shared, conn, &mut s.read)
