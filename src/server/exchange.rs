@@ -11,6 +11,7 @@ use crate::http::stream::Streaming;
 use crate::net::io::{self, flush};
 use crate::net::transport::Stream;
 use crate::rate::Meter;
+use crate::stats::{Counters, Refusal};
 
 /// Writes a streamed body: every piece the core produces goes out at once; a file goes by
 /// `sendfile(2)`. `Ok(false)`: the body fell short or failed; `Err`: a write did (`TimedOut`:
@@ -40,6 +41,13 @@ pub(super) fn pump(
         if let Some(complete) = end {
             return Ok(complete);
         }
+    }
+}
+
+/// Counts a write that failed because the client took it slower than the minimum rate.
+pub(super) fn too_slow(e: &std::io::Error, counters: &Counters) {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        counters.refused(Refusal::TooSlow);
     }
 }
 

@@ -13,7 +13,7 @@ use crossbeam_channel::Receiver;
 use super::Builder;
 use super::connection::{Connection, Job, Wait};
 use super::detached::{Waiter, detach_session};
-use super::exchange::{SocketSource, pump};
+use super::exchange::{SocketSource, pump, too_slow};
 use super::head::{self, Outcome};
 use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
@@ -30,7 +30,7 @@ use crate::net::io::{self, flush, linger_close};
 use crate::net::transport::Stream;
 use crate::net::upgrade::detach;
 use crate::rate::Meter;
-use crate::stats::{Activity, Counters, Refusal};
+use crate::stats::{Activity, Counters};
 use crate::ws::WS_READ_BUF;
 use crate::{Handler, Response};
 
@@ -69,13 +69,6 @@ impl Scratch {
             too_slow(e, counters);
         }
         written
-    }
-}
-
-/// Counts a write that failed because the client took it slower than the minimum rate.
-fn too_slow(e: &std::io::Error, counters: &Counters) {
-    if e.kind() == std::io::ErrorKind::TimedOut {
-        counters.refused(Refusal::TooSlow);
     }
 }
 
