@@ -211,7 +211,7 @@ fn app(state: Arc<State>, files: Option<ServeDir>) -> Router {
 }
 
 fn main() {
-    support::Args::run_with("app", |args| {
+    support::Args::run_with("app", |args, _| {
         let files = args.static_dir.as_ref().map(|dir| {
             ServeDir::new(dir)
                 .unwrap_or_else(|e| {

@@ -8,6 +8,7 @@ use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use twinhttp::sse::{Event, SseSender};
+use twinhttp::stats::{Refusal, Stats, StatsHandle};
 use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Body, Request, Response, Router};
 
@@ -43,6 +44,16 @@ const ROUTES: &[(&str, &str, &str)] = &[
         "/file",
         "this example's own source, as a file (Range and If-Modified-Since work)",
     ),
+    (
+        "GET",
+        "/stats",
+        "the server's live counters as JSON (connections by state, requests, refusals)",
+    ),
+    (
+        "GET",
+        "/stats.html",
+        "a page that shows /stats, refreshed every second",
+    ),
     ("GET", "/routes", "this page"),
 ];
 
@@ -63,9 +74,15 @@ fn ticker() {
 }
 
 /// The routes: `HEAD` is answered by each `GET` route, a known path with another method gets
-/// `405` with `Allow`, anything else `404`.
-fn demo() -> Router {
+/// `405` with `Allow`, anything else `404`. `stats` reads this server's own counters.
+fn demo(stats: StatsHandle) -> Router {
     Router::new()
+        .get("/stats", move |_| {
+            Response::new(200)
+                .with_content_type("application/json")
+                .with_body(stats_json(&stats.stats()))
+        })
+        .get("/stats.html", |_| Response::html(STATS_PAGE))
         .get("/", |_| Response::text("Hello, World!"))
         .post("/echo", echo)
         .get("/stream", |_| {
@@ -132,6 +149,71 @@ fn sse(req: &mut Request<'_>) -> Response {
     response
 }
 
+/// The counters as JSON: fixed keys and whole numbers only, so `format!` writes it safely.
+fn stats_json(s: &Stats) -> String {
+    let per_loop: Vec<String> = s.per_loop.iter().map(u64::to_string).collect();
+    let refused: Vec<String> = s
+        .refused
+        .iter()
+        .map(|(why, n)| match why {
+            Refusal::OverCapacity => format!("\"over_capacity\": {n}"),
+            Refusal::HeaderTimeout => format!("\"header_timeout\": {n}"),
+            Refusal::TooSlow => format!("\"too_slow\": {n}"),
+            Refusal::Status(status) => format!("\"{status}\": {n}"),
+            _ => format!("\"other\": {n}"),
+        })
+        .collect();
+    format!(
+        "{{\"accepted\": {}, \"handled\": {}, \"requests\": {}, \"active\": {}, \
+         \"waiting\": {}, \"reading\": {}, \"queued\": {}, \"writing\": {}, \"closing\": {}, \
+         \"websockets\": {}, \"event_streams\": {}, \"upgraded\": {}, \"parked\": {}, \
+         \"per_loop\": [{}], \"refused\": {{{}}}, \"panics\": {}, \"threads\": {}}}\n",
+        s.accepted,
+        s.handled,
+        s.requests,
+        s.active,
+        s.waiting,
+        s.reading,
+        s.queued,
+        s.writing,
+        s.closing,
+        s.websockets,
+        s.event_streams,
+        s.upgraded,
+        s.parked,
+        per_loop.join(", "),
+        refused.join(", "),
+        s.panics,
+        s.threads,
+    )
+}
+
+/// Shows `/stats` as a table, fetched again every second.
+const STATS_PAGE: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>twinhttp demo: live counters</title>
+<style>body{font-family:sans-serif}td{padding:2px 12px}td+td{text-align:right;font-family:monospace}</style>
+</head><body><h1>Live counters</h1>
+<table id="stats"></table>
+<p id="note">from <a href="/stats">/stats</a>, every second</p>
+<script>
+async function refresh() {
+  try {
+    const stats = await (await fetch("/stats", {cache: "no-store"})).json();
+    const rows = [];
+    for (const [key, value] of Object.entries(stats)) {
+      const shown = typeof value === "object" ? JSON.stringify(value) : value;
+      rows.push(`<tr><td>${key}</td><td>${shown}</td></tr>`);
+    }
+    document.getElementById("stats").innerHTML = rows.join("");
+  } catch (e) {
+    document.getElementById("note").textContent = "cannot read /stats: " + e;
+  }
+}
+refresh();
+setInterval(refresh, 1000);
+</script></body></html>
+"#;
+
 fn routes_page() -> String {
     let rows: String = ROUTES
         .iter()
@@ -148,7 +230,7 @@ fn main() {
     support::init_logger();
     let signals = support::Signals::install("demo");
     let args = support::Args::parse();
-    let running = args.serve(demo());
+    let running = args.serve_with(demo);
     eprintln!(
         "demo: listening on {} ({}) (routes: /routes)",
         running.url(args.tls_cert.is_some()),

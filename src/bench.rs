@@ -9,6 +9,7 @@ use crate::http::conn::Conn;
 use crate::http::parse::parse_head;
 use crate::http::reader::{BodyReader, Source};
 use crate::http::request::{BodyFraming, RequestHead};
+use crate::stats::Counters;
 use crate::{Handler, Limits, Request, Response};
 
 /// Parses request heads with reused storage, as an engine does.
@@ -89,6 +90,7 @@ pub struct Pipeline {
     buf: ReadBuf,
     head: RequestHead,
     limits: Limits,
+    counters: Counters,
     /// Response bytes produced by the last [`Pipeline::serve`].
     pub out: Vec<u8>,
 }
@@ -100,6 +102,7 @@ impl Default for Pipeline {
             buf: ReadBuf::new(),
             head: RequestHead::default(),
             limits: Limits::default(),
+            counters: Counters::default(),
             out: Vec::with_capacity(64 * 1024),
         }
     }
@@ -119,16 +122,18 @@ impl Pipeline {
             spare[..n].copy_from_slice(&rest[..n]);
             self.buf.filled_by(n);
             rest = &rest[n..];
-            let decoder = match self
-                .conn
-                .recv_head(&mut self.buf, &mut self.head, &self.limits)
-            {
+            let decoder = match self.conn.recv_head(
+                &mut self.buf,
+                &mut self.head,
+                &self.limits,
+                &self.counters,
+            ) {
                 Ok(Some(d)) => d,
                 Ok(None) if !rest.is_empty() => continue,
                 _ => return answered,
             };
             let mut reader = BodyReader::new(decoder, &mut self.buf, Feed(rest), false);
-            let answered_now = answer(handler, &self.head, &mut reader, None);
+            let answered_now = answer(handler, &self.head, &mut reader, None, &self.counters);
             let mut sink = [0u8; 4096];
             while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
             rest = reader.source.0;
@@ -138,6 +143,7 @@ impl Pipeline {
                 true,
                 false,
                 &mut self.out,
+                &self.counters,
             );
             answered += 1;
             if self.conn.is_closing() || (self.buf.is_empty() && rest.is_empty()) {

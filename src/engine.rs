@@ -1,5 +1,5 @@
-//! Plumbing both engines share: the shutdown flag, the open-connection count, and joining
-//! threads against a deadline.
+//! Plumbing both engines share: the shutdown flag, the open-connection count and the counters,
+//! and joining threads against a deadline.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,7 @@ use slab::Slab;
 
 use crate::http::session::Wake;
 use crate::net::transport::Address;
+use crate::stats::{Activity, Counters, Stats, StatsHandle};
 use crate::{Error, ErrorKind};
 
 impl Wake for Poller {
@@ -20,7 +21,6 @@ impl Wake for Poller {
 }
 
 /// State shared by every thread of one running engine.
-#[derive(Default)]
 pub(crate) struct Control {
     /// Set once when shutdown begins.
     pub(crate) shutting_down: AtomicBool,
@@ -31,6 +31,10 @@ pub(crate) struct Control {
     detached: AtomicUsize,
     /// Pollers of those threads, notified when shutdown begins.
     watchers: Mutex<Slab<Arc<dyn Wake>>>,
+    /// The engine's own threads alive (workers, loops, pool, parker, acceptor).
+    threads: AtomicUsize,
+    /// The live counters ([`crate::stats`]).
+    pub(crate) counters: Counters,
 }
 
 impl std::fmt::Debug for Control {
@@ -44,6 +48,31 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
+    /// The state of an engine with `loops` event loops (0: the server engine).
+    pub(crate) fn new(loops: usize) -> Self {
+        Control {
+            shutting_down: AtomicBool::new(false),
+            open: AtomicUsize::new(0),
+            detached: AtomicUsize::new(0),
+            watchers: Mutex::new(Slab::new()),
+            threads: AtomicUsize::new(0),
+            counters: Counters::new(loops),
+        }
+    }
+
+    /// Publishes this engine's counters through `handle` (made by a builder before serving).
+    pub(crate) fn publish_to(self: &Arc<Self>, handle: Option<&StatsHandle>) {
+        if let Some(h) = handle {
+            let _ = h.0.set(self.clone());
+        }
+    }
+
+    /// A snapshot of the counters.
+    pub(crate) fn stats(&self) -> Stats {
+        let threads = self.threads.load(Ordering::Relaxed) + self.detached_threads();
+        self.counters.snapshot(self.open_connections(), threads)
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
@@ -51,8 +80,31 @@ impl Control {
     /// Counts a new connection; `None` (and nothing counted) when `max` are already open.
     pub(crate) fn admit(self: &Arc<Self>, max: usize) -> Option<OpenGuard> {
         let open = self.open.fetch_add(1, Ordering::AcqRel);
-        let guard = OpenGuard(self.clone());
-        (open < max).then_some(guard)
+        if open >= max {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            self.counters.accepted(false);
+            return None;
+        }
+        self.counters.accepted(true);
+        self.counters.enter(Activity::Waiting);
+        Some(OpenGuard {
+            control: self.clone(),
+            now: Activity::Waiting,
+        })
+    }
+
+    /// Spawns one of the engine's own threads, counted while it runs.
+    pub(crate) fn spawn(
+        self: &Arc<Self>,
+        name: &str,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<JoinHandle<()>, Error> {
+        self.threads.fetch_add(1, Ordering::Relaxed);
+        let guard = ThreadGuard(self.clone());
+        spawn(name, move || {
+            let _guard = guard;
+            f()
+        })
     }
 
     pub(crate) fn open_connections(&self) -> usize {
@@ -116,13 +168,44 @@ impl Drop for DetachedGuard {
     }
 }
 
-/// Counts a connection as open for as long as it lives.
+struct ThreadGuard(Arc<Control>);
+
+impl Drop for ThreadGuard {
+    fn drop(&mut self) {
+        self.0.threads.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts a connection as open for as long as it lives, and what it is doing
+/// ([`Activity`]): every open connection is in exactly one activity.
 #[derive(Debug)]
-pub(crate) struct OpenGuard(Arc<Control>);
+pub(crate) struct OpenGuard {
+    control: Arc<Control>,
+    /// What it is counted as now: moved only here, taken off the count at drop.
+    now: Activity,
+}
+
+impl OpenGuard {
+    /// The connection now does `what` (nothing to count when it did already).
+    #[inline]
+    pub(crate) fn set(&mut self, what: Activity) {
+        if self.now != what {
+            self.control.counters.moved(self.now, what);
+            self.now = what;
+        }
+    }
+
+    /// The engine's counters.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.control.counters
+    }
+}
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.control.counters.leave(self.now);
+        self.control.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -194,6 +277,10 @@ impl Running {
 
     pub(crate) fn open_connections(&self) -> usize {
         self.handle.control.open_connections()
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        self.handle.control.stats()
     }
 }
 

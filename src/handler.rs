@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::http::request::RequestHead;
 use crate::net::transport::Address;
+use crate::stats::Counters;
 use crate::{Request, Response};
 
 /// Turns a request into a response. One trait for both engines: the same value runs on the
@@ -86,13 +87,14 @@ pub(crate) struct Answer {
     pub(crate) panicked: bool,
 }
 
-/// Runs `handler` for one request. A panic is caught, logged, and answered with a 500, so it
-/// costs one request and never an engine thread.
+/// Runs `handler` for one request. A panic is caught, logged, counted and answered with a 500,
+/// so it costs one request and never an engine thread.
 pub(crate) fn answer<H: Handler + ?Sized>(
     handler: &H,
     head: &RequestHead,
     body: &mut dyn Read,
     peer: Option<&Address>,
+    counters: &Counters,
 ) -> Answer {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         handler.handle(&mut Request::new(head, body, peer))
@@ -103,6 +105,7 @@ pub(crate) fn answer<H: Handler + ?Sized>(
             panicked: false,
         },
         Err(_) => {
+            counters.panicked();
             log::error!("handler panicked; answering 500");
             Answer {
                 response: Response::new(500),

@@ -29,6 +29,14 @@
 //!   any `DeserializeOwned` within the body limit, refused as a `JsonError` that converts into
 //!   its 415, 400, 422 or 413. **`http` interop** (feature `http`): an `http::Response<B>` or a
 //!   `StatusCode` into a [`Response`], `Request::to_http` for the head as an `http::Request<()>`.
+//! - **[`stats`]**: live counters, the same [`stats::Stats`] on both engines (nginx
+//!   `stub_status`'s counts, plus parked, queued and per-loop connections, sessions, refusals by
+//!   reason, panics, threads), read by `Server::stats`, `Reactor::stats` or a
+//!   [`stats::StatsHandle`]; feature `metrics` publishes them through the `metrics` facade.
+//! - **Access log**: `.access_log(true)` on either builder logs one line per exchange through
+//!   `log`, at `info` to target `twinhttp::access`:
+//!   `127.0.0.1:53412 "GET /path HTTP/1.1" 200 13 0.21ms` (peer, request line, status, body
+//!   bytes, time from the head to the end of the response). Off (the default), it costs nothing.
 //!
 //! ## Choosing
 //!
@@ -44,6 +52,7 @@
 //! | `tls`    | TLS on both engines with rustls (`ring` provider): `.tls(config)`, [`tls`] |
 //! | `json`   | JSON bodies with serde: `Response::json`, `Request::read_json`, `JsonError` |
 //! | `http`   | conversions with the `http` crate (1.x): `From<http::Response<B>>` and `From<StatusCode>` for [`Response`], `Request::to_http` |
+//! | `metrics`| the live counters through the `metrics` facade: `stats::publish` |
 //!
 //! ## Examples
 //!
@@ -113,6 +122,7 @@ pub mod reactor;
 mod router;
 mod serve_dir;
 pub mod sse;
+pub mod stats;
 pub mod ws;
 
 #[cfg(feature = "server")]

@@ -480,6 +480,10 @@ impl Session for SseConn {
     fn keeps_input(&self) -> bool {
         false
     }
+
+    fn activity(&self) -> crate::stats::Activity {
+        crate::stats::Activity::EventStream
+    }
 }
 
 /// Nothing under the queue's lock panics; a poisoned queue is still consistent.

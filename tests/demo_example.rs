@@ -177,7 +177,91 @@ fn accept_loop_survives_descriptor_exhaustion(flags: &[&str]) {
     assert!(demo.alive());
 }
 
+/// A whole number from the demo's `/stats` JSON.
+fn field(json: &str, key: &str) -> u64 {
+    let at = json
+        .find(&format!("\"{key}\": "))
+        .map(|i| i + key.len() + 4);
+    let digits: String = at
+        .map(|i| json[i..].chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_default();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no {key} in {json}"))
+}
+
+/// `/stats` counts what is held: 1,000 idle keep-alive connections (each served once) and 100
+/// idle WebSockets, plus the probe asking; a refused request is counted by its status.
+fn demo_stats_counts_held_connections(flags: &[&str]) {
+    support::raise_fd_limit();
+    let demo = Demo::start_with(None, flags);
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        let mut c = Client::new(demo.addr);
+        assert_eq!(c.request("GET /", "").status, 200);
+        idle.push(c);
+    }
+    let sockets: Vec<_> = (0..100)
+        .map(|_| {
+            let mut s = support::connect(demo.addr);
+            support::send(
+                &mut s,
+                b"GET /ws HTTP/1.1\r\nHost: d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                  Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+            );
+            assert!(support::read_head(&mut s).starts_with("HTTP/1.1 101 "));
+            s
+        })
+        .collect();
+    let (bad, _) = probe(
+        demo.addr,
+        b"GET / HTTP/1.1\r\nHost: d\r\nContent-Length: x\r\n\r\n",
+    );
+    assert_eq!(bad.status, 400);
+    let mut probe = Client::new(demo.addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let json = loop {
+        let r = probe.request("GET /stats", "");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let json = r.text();
+        // The refused connection has closed, the WebSockets have settled.
+        let parked = match flags.contains(&"--no-park") || flags.contains(&"reactor") {
+            true => 0,
+            // A WebSocket's first turn may still be on a worker a moment after its 101.
+            false => 1100,
+        };
+        if field(&json, "active") == 1101
+            && field(&json, "websockets") == 100
+            && field(&json, "parked") == parked
+        {
+            break json;
+        }
+        assert!(Instant::now() < deadline, "{json}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(field(&json, "waiting"), 1000, "{json}");
+    assert_eq!(field(&json, "writing"), 1, "the probe: {json}");
+    for key in [
+        "reading",
+        "queued",
+        "closing",
+        "event_streams",
+        "upgraded",
+        "panics",
+    ] {
+        assert_eq!(field(&json, key), 0, "{key}: {json}");
+    }
+    assert_eq!(field(&json, "accepted"), 1102, "{json}");
+    assert_eq!(field(&json, "handled"), 1102, "{json}");
+    assert!(field(&json, "requests") >= 1101, "{json}");
+    assert_eq!(field(&json, "400"), 1, "{json}");
+    let page = probe.request("GET /stats.html", "");
+    assert!(page.text().contains("fetch(\"/stats\""));
+    drop((idle, sockets));
+}
+
 const SERVER: &[&str] = &["--engine", "server"];
+const SERVER_NO_PARK: &[&str] = &["--engine", "server", "--no-park", "--threads", "1010"];
 const REACTOR_INLINE: &[&str] = &["--engine", "reactor", "--dispatch", "inline"];
 const REACTOR_POOL: &[&str] = &[
     "--engine",
@@ -199,5 +283,13 @@ macro_rules! per_engine {
 per_engine!(
     demo_routes,
     demo_rfc_probes,
-    accept_loop_survives_descriptor_exhaustion
+    accept_loop_survives_descriptor_exhaustion,
+    demo_stats_counts_held_connections
 );
+
+mod server_no_park {
+    #[test]
+    fn demo_stats_counts_held_connections() {
+        super::demo_stats_counts_held_connections(super::SERVER_NO_PARK)
+    }
+}

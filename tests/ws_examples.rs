@@ -144,7 +144,7 @@ fn demo_ws_sse_and_file_routes() {
         let f = h.roundtrip(b"GET /file HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(f.status, 200);
         assert!(
-            f.text().contains("fn demo() -> Router"),
+            f.text().contains("fn demo(stats: StatsHandle) -> Router"),
             "serves its own source"
         );
         let part = h.roundtrip(b"GET /file HTTP/1.1\r\nHost: t\r\nRange: bytes=0-2\r\n\r\n");

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use twinhttp::Handler;
 use twinhttp::reactor::{Dispatch, Reactor};
+use twinhttp::stats::StatsHandle;
 
 /// Options every example takes.
 pub struct Args {
@@ -38,6 +39,8 @@ pub struct Args {
     pub tls_key: Option<String>,
     /// `--static DIR`: the folder `app` serves under `/static/`.
     pub static_dir: Option<String>,
+    /// `--access-log`: one line per exchange through `log` (target `twinhttp::access`, at info).
+    pub access_log: bool,
 }
 
 const USAGE: &str =
@@ -47,7 +50,8 @@ const USAGE: &str =
          --accept reuseport|thread (reactor)
          --no-park  --session-threads  --park-linger-us N (server engine)
          --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
-         --static DIR (app: the folder served under /static/)";
+         --static DIR (app: the folder served under /static/)
+         --access-log (a line per exchange; shown with RUST_LOG=info)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -70,6 +74,7 @@ impl Args {
             tls_cert: None,
             tls_key: None,
             static_dir: None,
+            access_log: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -93,6 +98,7 @@ impl Args {
                 "--tls-cert" => args.tls_cert = Some(value()),
                 "--tls-key" => args.tls_key = Some(value()),
                 "--static" => args.static_dir = Some(value()),
+                "--access-log" => args.access_log = true,
                 "-h" | "--help" => usage(""),
                 other => usage(&format!("unknown option {other}")),
             }
@@ -131,16 +137,23 @@ impl Args {
 
     /// Starts `handler` on the chosen engine; exits with a message when it cannot.
     pub fn serve(&self, handler: impl Handler) -> Running {
+        self.serve_with(|_| handler)
+    }
+
+    /// Starts the handler `make` returns, given the engine's live counters, on the chosen
+    /// engine; exits with a message when it cannot.
+    pub fn serve_with<H: Handler>(&self, make: impl FnOnce(StatsHandle) -> H) -> Running {
         let running = match self.engine.as_str() {
             #[cfg(feature = "server")]
             "server" => {
-                let mut b = twinhttp::server::Server::builder().parking(
-                    match (self.no_park, self.session_threads) {
+                let mut b = twinhttp::server::Server::builder()
+                    .parking(match (self.no_park, self.session_threads) {
                         (true, _) => twinhttp::server::Parking::Off,
                         (false, true) => twinhttp::server::Parking::Http,
                         (false, false) => twinhttp::server::Parking::All,
-                    },
-                );
+                    })
+                    .access_log(self.access_log);
+                let handler = make(b.stats_handle());
                 if let Some(n) = self.threads {
                     b = b.workers(n);
                 }
@@ -158,7 +171,8 @@ impl Args {
                 .map(Running::Server)
             }
             "reactor" => {
-                let mut b = Reactor::builder();
+                let mut b = Reactor::builder().access_log(self.access_log);
+                let handler = make(b.stats_handle());
                 if let Some(n) = self.threads {
                     b = b.loops(n);
                 }
@@ -192,15 +206,15 @@ impl Args {
     /// `NAME: listening on http://ADDR (…)` (the line the measuring tools read), and runs until
     /// SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully.
     pub fn run(name: &str, handler: impl Handler) {
-        Args::run_with(name, |_| handler);
+        Args::run_with(name, |_, _| handler);
     }
 
-    /// [`Args::run`] with a handler made from the arguments.
-    pub fn run_with<H: Handler>(name: &str, make: impl FnOnce(&Args) -> H) {
+    /// [`Args::run`] with a handler made from the arguments and the engine's live counters.
+    pub fn run_with<H: Handler>(name: &str, make: impl FnOnce(&Args, StatsHandle) -> H) {
         init_logger();
         let signals = Signals::install(name);
         let args = Args::parse();
-        let running = args.serve(make(&args));
+        let running = args.serve_with(|stats| make(&args, stats));
         eprintln!(
             "{name}: listening on {} ({})",
             running.url(args.tls_cert.is_some()),
@@ -305,8 +319,11 @@ impl Running {
 
 /// Logs through `env_logger`: warnings and errors by default (handler panics, accept errors when
 /// out of descriptors), more with `RUST_LOG=info` or `RUST_LOG=debug`.
+/// Warnings and errors, and the access log's lines when `--access-log` is given; `RUST_LOG`
+/// overrides.
 pub fn init_logger() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let default = "warn,twinhttp::access=info";
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();
 }
 
 fn number(s: &str) -> usize {

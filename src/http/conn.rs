@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use crate::Limits;
+use crate::http::access::AccessLog;
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
@@ -12,7 +13,9 @@ use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::reason;
+use crate::net::transport::Address;
 use crate::net::upgrade::Upgraded;
+use crate::stats::{Counters, Refusal};
 
 /// Where a connection is between messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,17 +72,25 @@ pub(crate) enum Encoder {
 }
 
 impl Encoder {
-    /// Appends `data` framed, truncating a Content-Length body at its declared size.
-    pub(crate) fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) {
+    /// Appends `data` framed, truncating a Content-Length body at its declared size. Returns
+    /// how many of its bytes are sent.
+    pub(crate) fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) -> usize {
         match self {
-            Encoder::Skip => {}
+            Encoder::Skip => 0,
             Encoder::Length { remaining } => {
                 let n = usize::try_from(*remaining).map_or(data.len(), |r| r.min(data.len()));
                 out.extend_from_slice(&data[..n]);
                 *remaining -= n as u64;
+                n
             }
-            Encoder::Chunked => body::encode_chunk(out, data),
-            Encoder::CloseDelimited => out.extend_from_slice(data),
+            Encoder::Chunked => {
+                body::encode_chunk(out, data);
+                data.len()
+            }
+            Encoder::CloseDelimited => {
+                out.extend_from_slice(data);
+                data.len()
+            }
         }
     }
 
@@ -97,19 +108,51 @@ impl Encoder {
     }
 }
 
+/// Why a request's deadline passed, as [`Conn::request_timed_out`] hears it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// Nothing of a next request came before the connection's time was up.
+    Idle,
+    /// Part of a request head came, not the whole of it by the header-read deadline.
+    Head,
+    /// A request body came slower than its minimum rate.
+    Body,
+}
+
 /// One HTTP/1.1 connection's protocol state.
 #[derive(Debug)]
 pub(crate) struct Conn {
     state: State,
+    access: AccessLog,
 }
 
 impl Default for Conn {
     fn default() -> Self {
-        Conn { state: State::Head }
+        Conn {
+            state: State::Head,
+            access: AccessLog::Off,
+        }
     }
 }
 
 impl Conn {
+    /// A connection from `peer` whose exchanges go to the access log ([`crate::http::access`]).
+    pub(crate) fn logged(peer: Option<Address>) -> Self {
+        Conn {
+            state: State::Head,
+            access: AccessLog::on(peer),
+        }
+    }
+
+    /// A connection, logged when `access_log` is on.
+    #[inline]
+    pub(crate) fn new(access_log: bool, peer: Option<&Address>) -> Self {
+        match access_log {
+            true => Conn::logged(peer.cloned()),
+            false => Conn::default(),
+        }
+    }
+
     pub(crate) fn state(&self) -> State {
         self.state
     }
@@ -117,17 +160,21 @@ impl Conn {
     /// Tries to parse a request head from the front of `buf`. On success the head's bytes are
     /// consumed, `head` is filled, and the returned decoder frames the body that follows.
     /// `Ok(None)`: more bytes are needed. `Err`: answer with [`Conn::write_error`] and close.
+    /// A head read in full counts as a request.
     pub(crate) fn recv_head(
         &mut self,
         buf: &mut ReadBuf,
         head: &mut RequestHead,
         limits: &Limits,
+        counters: &Counters,
     ) -> Result<Option<Decoder>, ParseError> {
         debug_assert_eq!(self.state, State::Head);
         match parse_head(buf.filled(), limits, head) {
             Ok(Some(n)) => {
                 buf.consume(n);
                 self.state = State::Responding;
+                counters.request();
+                self.access.head(head);
                 Ok(Some(Decoder::new(head.body, limits.max_body_bytes)))
             }
             Ok(None) => Ok(None),
@@ -157,6 +204,7 @@ impl Conn {
         } else {
             resp.status()
         };
+        self.access.status(status);
         let bodyless = status == 204 || status == 304;
         let len = resp.body().len();
         let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
@@ -230,7 +278,7 @@ impl Conn {
 
     /// Writes the response: its head and, for a body known in full, the body. Returns what is
     /// left: a streamed body to write through its encoder, piece by piece as the engine's
-    /// socket takes it, or a protocol switch.
+    /// socket takes it (then [`Conn::streamed`]), or a protocol switch.
     pub(crate) fn write_response(
         &mut self,
         head: &RequestHead,
@@ -238,19 +286,29 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
+        counters: &Counters,
     ) -> After {
         if matches!(resp.body().kind, BodyKind::Switch(_)) {
-            return self.write_switch(head, resp, body_in_sync, closing, out);
+            return self.write_switch(head, resp, body_in_sync, closing, out, counters);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
-        match resp.take_body().kind {
+        let sent = match resp.take_body().kind {
             BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
-            _ if encoder == Encoder::Skip => {}
-            BodyKind::Session(takeover) => return After::Session(encoder, takeover),
+            _ if encoder == Encoder::Skip => 0,
+            BodyKind::Session(takeover) => {
+                self.access.done(0);
+                return After::Session(encoder, takeover);
+            }
             kind => return After::Stream(encoder, kind),
-        }
+        };
+        self.access.done(sent as u64);
         After::Done
+    }
+
+    /// A streamed body ended, `bytes` of it sent: the exchange is over.
+    pub(crate) fn streamed(&mut self, bytes: u64) {
+        self.access.done(bytes);
     }
 
     /// Writes `101 Switching Protocols` for an upgrade response, when the request allows it:
@@ -263,6 +321,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
+        counters: &Counters,
     ) -> After {
         let refusal = if closing {
             Some(503)
@@ -274,7 +333,7 @@ impl Conn {
             None
         };
         if let Some(status) = refusal {
-            self.write_error(status, out);
+            self.write_error(status, out, counters);
             return After::Done;
         }
         let BodyKind::Switch(switch) = resp.take_body().kind else {
@@ -288,6 +347,8 @@ impl Conn {
         }
         out.extend_from_slice(b"Connection: Upgrade\r\n\r\n");
         self.state = State::Switched;
+        self.access.status(101);
+        self.access.done(0);
         match switch {
             // After a 101 the session's bytes go out as they are.
             Switch::Session(takeover) => After::Session(Encoder::CloseDelimited, takeover),
@@ -295,12 +356,14 @@ impl Conn {
         }
     }
 
-    /// Writes a body known in full; a Content-Length body that does not match closes.
-    fn write_full_body(&mut self, encoder: &mut Encoder, body: &[u8], out: &mut Vec<u8>) {
-        encoder.encode(body, out);
+    /// Writes a body known in full; a Content-Length body that does not match closes. Returns
+    /// the body bytes sent.
+    fn write_full_body(&mut self, encoder: &mut Encoder, body: &[u8], out: &mut Vec<u8>) -> usize {
+        let sent = encoder.encode(body, out);
         if !encoder.finish(out) {
             self.abort();
         }
+        sent
     }
 
     /// Marks the connection as closing after a response body could not be completed: whatever
@@ -314,22 +377,36 @@ impl Conn {
         matches!(self.state, State::Closing(_))
     }
 
-    /// The deadline for a request passed. Once any of it came (`started`: part of a head, or a
-    /// head and part of its body) the client is answered `408` and the close lingers; a
-    /// connection that sent nothing of its next request just closes.
-    pub(crate) fn request_timed_out(&mut self, started: bool, out: &mut Vec<u8>) -> Close {
-        if started {
-            self.write_error(408, out);
-            Close::Linger
-        } else {
-            self.state = State::Closing(Close::Now);
-            Close::Now
-        }
+    /// The deadline for a request passed. Once any of it came (part of a head, or a head and
+    /// part of its body) the client is answered `408` and the close lingers, counted as a
+    /// refusal for its reason; a connection that sent nothing of its next request just closes.
+    pub(crate) fn request_timed_out(
+        &mut self,
+        late: Late,
+        out: &mut Vec<u8>,
+        counters: &Counters,
+    ) -> Close {
+        let why = match late {
+            Late::Idle => {
+                self.state = State::Closing(Close::Now);
+                return Close::Now;
+            }
+            Late::Head => Refusal::HeaderTimeout,
+            Late::Body => Refusal::TooSlow,
+        };
+        counters.refused(why);
+        self.error_response(408, out);
+        Close::Linger
     }
 
     /// Writes a complete error response that closes the connection, lingering: the client may
-    /// still be sending the request that failed.
-    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>) {
+    /// still be sending the request that failed. Counted as a refusal with its status.
+    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>, counters: &Counters) {
+        counters.refused(Refusal::Status(status));
+        self.error_response(status, out);
+    }
+
+    fn error_response(&mut self, status: u16, out: &mut Vec<u8>) {
         self.state = State::Closing(Close::Linger);
         let text = reason(status);
         status_line(out, status);
@@ -340,6 +417,8 @@ impl Conn {
             "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
             text.len()
         );
+        self.access.status(status);
+        self.access.done(text.len() as u64);
     }
 }
 
@@ -394,10 +473,15 @@ mod tests {
         buf.push(req);
         let mut head = RequestHead::default();
         let mut conn = Conn::default();
-        let dec = conn.recv_head(&mut buf, &mut head, &Limits::default());
+        let dec = conn.recv_head(
+            &mut buf,
+            &mut head,
+            &Limits::default(),
+            &Counters::default(),
+        );
         assert!(matches!(dec, Ok(Some(_))), "{dec:?}");
         let mut out = Vec::new();
-        conn.write_response(&head, resp, true, false, &mut out);
+        conn.write_response(&head, resp, true, false, &mut out, &Counters::default());
         (String::from_utf8_lossy(&out).into_owned(), conn.state())
     }
 
@@ -525,7 +609,12 @@ mod tests {
         buf.push(GET11);
         let mut head = RequestHead::default();
         let mut conn = Conn::default();
-        let _ = conn.recv_head(&mut buf, &mut head, &Limits::default());
+        let _ = conn.recv_head(
+            &mut buf,
+            &mut head,
+            &Limits::default(),
+            &Counters::default(),
+        );
         let mut out = Vec::new();
         conn.write_head(&head, &Response::new(200), false, false, &mut out);
         assert_eq!(conn.state(), State::Closing(Close::Linger));
@@ -536,7 +625,7 @@ mod tests {
     fn error_response_closes() {
         let mut conn = Conn::default();
         let mut out = Vec::new();
-        conn.write_error(431, &mut out);
+        conn.write_error(431, &mut out, &Counters::default());
         let s = String::from_utf8_lossy(&out);
         assert!(
             s.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
@@ -586,7 +675,7 @@ mod proptests {
         let mut out = Vec::new();
         let mut answered = 0;
         loop {
-            let dec = match conn.recv_head(&mut buf, &mut head, &limits) {
+            let dec = match conn.recv_head(&mut buf, &mut head, &limits, &Counters::default()) {
                 Ok(Some(d)) => d,
                 Ok(None) if !rest.is_empty() => {
                     let n = rest.len().min(7);
@@ -596,7 +685,7 @@ mod proptests {
                 }
                 Ok(None) => return answered,
                 Err(e) => {
-                    conn.write_error(e.status(), &mut out);
+                    conn.write_error(e.status(), &mut out, &Counters::default());
                     return answered;
                 }
             };

@@ -1,6 +1,7 @@
 //! The sans-I/O HTTP/1.1 core: bytes in, requests out; responses in, bytes out. No sockets,
 //! threads or timers here; both engines drive it, so both behave the same by construction.
 
+pub(crate) mod access;
 pub(crate) mod body;
 pub(crate) mod buf;
 pub(crate) mod conn;

@@ -155,6 +155,8 @@ pub(crate) trait Session: Send {
     /// bytes left there belong to it; an event stream only watches for the end of its client's
     /// input and is driven with an empty buffer.
     fn keeps_input(&self) -> bool;
+    /// What the live counters count it as (a WebSocket, an event stream).
+    fn activity(&self) -> crate::stats::Activity;
 }
 
 /// What an engine gives a session when it starts it.

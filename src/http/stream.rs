@@ -14,6 +14,8 @@ pub(crate) const STREAM_PIECE: usize = 16 * 1024;
 pub(crate) struct Streaming {
     encoder: Encoder,
     body: BodyKind,
+    /// Body bytes produced so far (the access log's count).
+    sent: u64,
 }
 
 impl Streaming {
@@ -24,7 +26,16 @@ impl Streaming {
             BodyKind::File(file, len) => BodyKind::Reader(Box::new(file.take(len)), Some(len)),
             other => other,
         };
-        Streaming { encoder, body }
+        Streaming {
+            encoder,
+            body,
+            sent: 0,
+        }
+    }
+
+    /// Body bytes produced so far.
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent
     }
 
     /// Appends the next piece to `out`; `Some(complete)` when the body ended (`complete` false
@@ -40,7 +51,7 @@ impl Streaming {
                     return match reader.read(&mut piece) {
                         Ok(0) => Some(self.encoder.finish(out)),
                         Ok(n) => {
-                            self.encoder.encode(&piece[..n], out);
+                            self.sent += self.encoder.encode(&piece[..n], out) as u64;
                             None
                         }
                         Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -50,7 +61,7 @@ impl Streaming {
             }
             BodyKind::Chunks(chunks) => match chunks.next() {
                 Some(chunk) => {
-                    self.encoder.encode(&chunk, out);
+                    self.sent += self.encoder.encode(&chunk, out) as u64;
                     None
                 }
                 None => Some(self.encoder.finish(out)),

@@ -96,8 +96,9 @@ pub(crate) fn detach(
     stream: Stream,
     leftover: Vec<u8>,
     then: Box<dyn FnOnce(Upgraded) + Send>,
-    open: OpenGuard,
+    mut open: OpenGuard,
 ) {
+    open.set(crate::stats::Activity::Upgraded);
     let spawned = control.spawn_detached("twinhttp-upgraded", move || {
         let _open = open;
         match Upgraded::new(stream, leftover) {

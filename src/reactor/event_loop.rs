@@ -41,6 +41,8 @@ pub(crate) struct Parts<H> {
     pub(crate) pool: Option<PoolSender>,
     pub(crate) completions: Arc<Inbox<Done>>,
     pub(crate) accepted: Arc<Inbox<Accepted>>,
+    /// The loop's place in the counters' connections per loop.
+    pub(crate) index: usize,
 }
 
 pub(crate) struct EventLoop<H> {
@@ -67,6 +69,7 @@ pub(crate) struct EventLoop<H> {
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
     stopping: bool,
+    index: usize,
 }
 
 impl<H: Handler> EventLoop<H> {
@@ -103,6 +106,7 @@ impl<H: Handler> EventLoop<H> {
             again: Vec::new(),
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
             stopping: false,
+            index: parts.index,
         })
     }
 
@@ -160,6 +164,8 @@ impl<H: Handler> EventLoop<H> {
                 self.ready(key, now, false);
             }
             self.expire(now);
+            // One store per wake-up, by the one thread that changes it.
+            (self.control.counters).loop_holds(self.index, self.conns.len());
             if self.stopping && self.conns.is_empty() {
                 return;
             }
@@ -178,6 +184,7 @@ impl<H: Handler> EventLoop<H> {
                 closing,
                 key,
                 wakes: &self.wakes,
+                counters: &self.control.counters,
             },
             &mut self.conns,
         )
@@ -233,6 +240,9 @@ impl<H: Handler> EventLoop<H> {
 
     /// Carries out what a connection's step decided: wait with a deadline, run again, close.
     fn apply(&mut self, key: usize, next: Next, readable: bool) {
+        if let Some(conn) = self.conns.get_mut(key) {
+            conn.settle();
+        }
         match next {
             Next::Close => self.close(key),
             Next::Again => self.again.push(key),
@@ -329,7 +339,7 @@ impl<H: Handler> EventLoop<H> {
             self.timers.pop_first();
             if let Some(conn) = self.conns.get_mut(key) {
                 conn.deadline = None;
-                if conn.expire(&mut self.pools, now, &self.cfg) {
+                if conn.expire(&mut self.pools, now, &self.cfg, &self.control.counters) {
                     self.ready(key, now, false);
                     continue;
                 }
@@ -387,7 +397,7 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let mut conn = Connection::new(socket, self.next_id, peer, now, open);
+        let mut conn = Connection::new(socket, self.next_id, peer, now, open, self.cfg.access_log);
         conn.deadline = crate::deadline::after(now, self.cfg.header_read_timeout);
         if let Some(deadline) = conn.deadline {
             self.timers.insert((deadline, key));

@@ -37,9 +37,10 @@ use std::time::Duration;
 
 use polling::Poller;
 
-use crate::engine::{Control, Running, spawn};
+use crate::engine::{Control, Running};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
+use crate::stats::{Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
 
@@ -79,6 +80,7 @@ pub(crate) struct Config {
     pub(crate) limits: Limits,
     /// Plain, or TLS ([`Builder::tls`]).
     pub(crate) wrap: Wrap,
+    pub(crate) access_log: bool,
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.
@@ -88,6 +90,8 @@ pub struct Builder {
     dispatch: Dispatch,
     accept: Accept,
     cfg: Config,
+    /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
+    stats: Option<StatsHandle>,
 }
 
 impl Default for Builder {
@@ -104,7 +108,9 @@ impl Default for Builder {
                 min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
                 wrap: Wrap::Plain,
+                access_log: false,
             },
+            stats: None,
         }
     }
 }
@@ -184,6 +190,33 @@ impl Builder {
         self
     }
 
+    /// Logs one line per exchange through `log`, at `info` to target `twinhttp::access`:
+    /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
+    /// nothing. Default: off.
+    pub fn access_log(mut self, on: bool) -> Self {
+        self.cfg.access_log = on;
+        self
+    }
+
+    /// A handle that reads this reactor's [`Stats`] once it serves: made before `serve`, so
+    /// the reactor's own handler can hold it (a `/stats` route). Every call gives the same
+    /// handle.
+    ///
+    /// ```no_run
+    /// use twinhttp::{Response, handler_fn, reactor::Reactor};
+    ///
+    /// let mut builder = Reactor::builder();
+    /// let stats = builder.stats_handle();
+    /// let reactor = builder.serve("127.0.0.1:8080", handler_fn(move |_| {
+    ///     Response::text(format!("{} open", stats.stats().active))
+    /// }))?;
+    /// # reactor.shutdown(std::time::Duration::from_secs(1))?;
+    /// # Ok::<(), twinhttp::Error>(())
+    /// ```
+    pub fn stats_handle(&mut self) -> StatsHandle {
+        self.stats.get_or_insert_with(StatsHandle::default).clone()
+    }
+
     /// Binds `addr` (one `SO_REUSEPORT` listener per loop) and starts serving `handler`.
     ///
     /// # Errors
@@ -261,7 +294,8 @@ impl Builder {
         })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new(listeners.len()));
+        control.publish_to(self.stats.as_ref());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
         let mut wakers = Vec::new();
@@ -285,10 +319,11 @@ impl Builder {
                 pool,
                 completions,
                 accepted: accepted.clone(),
+                index: i,
             })?;
             wakers.push(poller);
             inboxes.push(accepted);
-            threads.push(spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
+            threads.push(control.spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
         }
         drop(jobs_tx);
         if let Some(listener) = shared_listener {
@@ -299,7 +334,7 @@ impl Builder {
                 cfg.wrap.clone(),
             )?;
             wakers.push(acceptor.waker());
-            threads.push(spawn("twinhttp-accept", move || {
+            threads.push(control.spawn("twinhttp-accept", move || {
                 let mut next = 0usize;
                 acceptor.run(|stream, peer, open| {
                     if let Some(inbox) = inboxes.get(next % inboxes.len().max(1)) {
@@ -312,8 +347,9 @@ impl Builder {
         if let Dispatch::Pool(n) = self.dispatch {
             for i in 0..n {
                 let (handler, jobs) = (handler.clone(), jobs_rx.clone());
-                threads.push(spawn(&format!("twinhttp-pool-{i}"), move || {
-                    pool::run(&*handler, &jobs)
+                let ctl = control.clone();
+                threads.push(control.spawn(&format!("twinhttp-pool-{i}"), move || {
+                    pool::run(&*handler, &jobs, &ctl.counters)
                 })?);
             }
         }
@@ -352,6 +388,12 @@ impl Reactor {
     /// Open connections right now.
     pub fn open_connections(&self) -> usize {
         self.0.open_connections()
+    }
+
+    /// The live counters now: connections by what they are doing (and per loop), requests,
+    /// refusals by reason, panics, threads ([`crate::stats`]).
+    pub fn stats(&self) -> Stats {
+        self.0.stats()
     }
 
     /// Blocks until the reactor is shut down through a [`ShutdownHandle`], then joins its

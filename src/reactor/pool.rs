@@ -12,6 +12,7 @@ use crate::Handler;
 use crate::http::request::RequestHead;
 use crate::http::session::Work;
 use crate::net::transport::Address;
+use crate::stats::Counters;
 
 /// Work for a pool worker. At most one job per connection is in flight, so the queue is
 /// bounded by the open-connection limit.
@@ -70,7 +71,11 @@ impl PoolSender {
 }
 
 /// A pool worker: runs the handler for each job and sends the answer back.
-pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>>)>) {
+pub(crate) fn run<H: Handler>(
+    handler: &H,
+    jobs: &Receiver<(Job, Arc<Inbox<Done>>)>,
+    counters: &Counters,
+) {
     while let Ok((job, reply)) = jobs.recv() {
         match job {
             Job::Http {
@@ -80,7 +85,7 @@ pub(crate) fn run<H: Handler>(handler: &H, jobs: &Receiver<(Job, Arc<Inbox<Done>
                 body,
                 peer,
             } => {
-                let answered = answer(handler, &head, &mut &body[..], peer.as_ref());
+                let answered = answer(handler, &head, &mut &body[..], peer.as_ref(), counters);
                 reply.push(Done::Http {
                     key,
                     id,

@@ -13,6 +13,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::linger::Linger;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
+use crate::stats::{Activity, Counters};
 
 /// What a connection waits for between workers, with what it holds meanwhile.
 pub(crate) enum Wait {
@@ -131,6 +132,29 @@ impl Connection {
         }
     }
 
+    /// The engine's counters.
+    pub(crate) fn counters(&self) -> &Counters {
+        self._open.counters()
+    }
+
+    /// Counts the connection as doing `what`.
+    #[inline]
+    pub(crate) fn set_activity(&mut self, what: Activity) {
+        self._open.set(what);
+    }
+
+    /// Counts the connection as doing what it waits for says: called where it parks.
+    pub(crate) fn settle(&mut self) {
+        let now = match &self.wait {
+            Wait::New { .. } | Wait::Idle { .. } => Activity::Waiting,
+            Wait::Head { .. } => Activity::Reading,
+            Wait::Ready { .. } => Activity::Queued,
+            Wait::Linger(_) => Activity::Closing,
+            Wait::Session(s) => s.activity(),
+        };
+        self._open.set(now);
+    }
+
     /// A WebSocket or an event stream (or a connection becoming one).
     pub(crate) fn is_long_lived(&self) -> bool {
         self.long_lived
@@ -198,11 +222,21 @@ impl Connection {
 }
 
 /// A unit of work for a worker: a connection with a request head buffered, or a session with
-/// something to do.
-pub(crate) struct Job(pub(crate) Connection);
+/// something to do. Made only through `From`, which counts an HTTP connection as queued.
+pub(crate) struct Job(Connection);
+
+impl Job {
+    pub(crate) fn into_connection(self) -> Connection {
+        self.0
+    }
+}
 
 impl From<Connection> for Job {
-    fn from(conn: Connection) -> Job {
+    #[inline]
+    fn from(mut conn: Connection) -> Job {
+        if conn.session().is_none() {
+            conn.set_activity(Activity::Queued);
+        }
         Job(conn)
     }
 }

@@ -23,9 +23,10 @@ pub(crate) fn detach_session(
     stream: Stream,
     leftover: Vec<u8>,
     session: Box<dyn Session>,
-    open: OpenGuard,
+    mut open: OpenGuard,
     waiter: Arc<Waiter>,
 ) {
+    open.set(session.activity());
     let ctl = control.clone();
     let spawned = control.spawn_detached("twinhttp-session", move || {
         let _open = open;

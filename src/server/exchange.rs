@@ -11,30 +11,43 @@ use crate::http::stream::Streaming;
 use crate::net::io::{self, flush};
 use crate::net::transport::Stream;
 use crate::rate::Meter;
+use crate::stats::{Counters, Refusal};
 
 /// Writes a streamed body: every piece the core produces goes out at once; a file goes by
-/// `sendfile(2)`.
+/// `sendfile(2)`. `Ok(false)`: the body fell short or failed; `Err`: a write did (`TimedOut`:
+/// the client took it slower than the minimum rate). `bytes`: the body bytes sent.
 pub(super) fn pump(
     stream: &mut Stream,
     out: &mut Vec<u8>,
     encoder: Encoder,
     kind: BodyKind,
     sent: &mut Meter,
-) -> bool {
+    bytes: &mut u64,
+) -> std::io::Result<bool> {
     if let BodyKind::File(file, len) = kind {
         // The head goes first; the bytes bypass the encoder (a file body has a length).
-        return flush(&mut *stream, out, sent).is_ok()
-            && io::send_file(&mut *stream, &file, len, sent);
+        flush(&mut *stream, out, sent)?;
+        let done = io::send_file(&mut *stream, &file, len, sent);
+        if done {
+            *bytes = len;
+        }
+        return Ok(done);
     }
     let mut body = Streaming::new(encoder, kind);
     loop {
         let end = body.produce(out);
-        if flush(&mut *stream, out, sent).is_err() {
-            return false;
-        }
+        *bytes = body.sent();
+        flush(&mut *stream, out, sent)?;
         if let Some(complete) = end {
-            return complete;
+            return Ok(complete);
         }
+    }
+}
+
+/// Counts a write that failed because the client took it slower than the minimum rate.
+pub(super) fn too_slow(e: &std::io::Error, counters: &Counters) {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        counters.refused(Refusal::TooSlow);
     }
 }
 

@@ -14,7 +14,7 @@ use super::connection::{Connection, Wait};
 use crate::Limits;
 use crate::deadline;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{Close, Conn};
+use crate::http::conn::{Close, Conn, Late};
 use crate::http::linger::Linger;
 use crate::http::parse::head_ready;
 use crate::net::io;
@@ -52,6 +52,8 @@ pub(crate) struct HeadReads {
     pub(crate) limits: Limits,
     pub(crate) header_read_timeout: Duration,
     pub(crate) buffers: Buffers,
+    /// A `408` answered here goes to the access log too.
+    pub(crate) access_log: bool,
 }
 
 /// What reading a parked connection came to.
@@ -139,17 +141,18 @@ pub(crate) fn fitted(input: Box<ReadBuf>, buffers: &Buffers) -> Box<ReadBuf> {
 /// A parked connection's deadline passed: a partial head is answered `408` and its close
 /// lingers; a connection that sent nothing of its next request closes. (Sessions keep their
 /// own time and never come here.)
-pub(crate) fn expire(mut conn: Connection, buffers: &Buffers, now: Instant) -> Outcome {
-    let partial = match std::mem::replace(&mut conn.wait, Wait::Idle { until: None }) {
+pub(crate) fn expire(mut conn: Connection, cx: &HeadReads, now: Instant) -> Outcome {
+    let late = match std::mem::replace(&mut conn.wait, Wait::Idle { until: None }) {
         Wait::Head { input, .. } | Wait::Ready { input, .. } => {
-            buffers.give(input);
-            true
+            cx.buffers.give(input);
+            Late::Head
         }
-        Wait::New { .. } | Wait::Idle { .. } => false,
+        Wait::New { .. } | Wait::Idle { .. } => Late::Idle,
         Wait::Linger(_) | Wait::Session(_) => return Outcome::Close,
     };
     let mut out = Vec::new();
-    match Conn::default().request_timed_out(partial, &mut out) {
+    let mut http = Conn::new(cx.access_log, conn.peer.as_ref());
+    match http.request_timed_out(late, &mut out, conn.counters()) {
         Close::Now | Close::Abort => Outcome::Close,
         Close::Linger => {
             // A fresh error response fits the socket's buffer; what does not fit is lost with

@@ -38,9 +38,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Control, Running, spawn};
+use crate::engine::{Control, Running};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
+use crate::stats::{Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
 /// What the thread-pool engine parks: connections that wait in its poller, watched by one thread,
@@ -78,6 +79,9 @@ pub struct Builder {
     limits: Limits,
     /// Plain, or TLS ([`Builder::tls`]).
     wrap: Wrap,
+    access_log: bool,
+    /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
+    stats: Option<StatsHandle>,
 }
 
 impl Default for Builder {
@@ -95,6 +99,8 @@ impl Default for Builder {
             park_linger: Duration::ZERO,
             limits: Limits::default(),
             wrap: Wrap::Plain,
+            access_log: false,
+            stats: None,
         }
     }
 }
@@ -185,6 +191,32 @@ impl Builder {
         self
     }
 
+    /// Logs one line per exchange through `log`, at `info` to target `twinhttp::access`:
+    /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
+    /// nothing. Default: off.
+    pub fn access_log(mut self, on: bool) -> Self {
+        self.access_log = on;
+        self
+    }
+
+    /// A handle that reads this server's [`Stats`] once it serves: made before `serve`, so the
+    /// server's own handler can hold it (a `/stats` route). Every call gives the same handle.
+    ///
+    /// ```no_run
+    /// use twinhttp::{Response, handler_fn, server::Server};
+    ///
+    /// let mut builder = Server::builder();
+    /// let stats = builder.stats_handle();
+    /// let server = builder.serve("127.0.0.1:8080", handler_fn(move |_| {
+    ///     Response::text(format!("{} requests", stats.stats().requests))
+    /// }))?;
+    /// # server.shutdown(std::time::Duration::from_secs(1))?;
+    /// # Ok::<(), twinhttp::Error>(())
+    /// ```
+    pub fn stats_handle(&mut self) -> StatsHandle {
+        self.stats.get_or_insert_with(StatsHandle::default).clone()
+    }
+
     /// Binds `addr` and starts serving `handler`.
     ///
     /// # Errors
@@ -228,12 +260,14 @@ impl Builder {
         listener.set_nonblocking()?;
         let address = listener.address()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new(0));
+        control.publish_to(self.stats.as_ref());
         let parker = if self.parking != Parking::Off {
             let reads = head::HeadReads {
                 limits: self.limits,
                 header_read_timeout: self.header_read_timeout,
                 buffers: head::Buffers::new(self.workers.saturating_mul(2)),
+                access_log: self.access_log,
             };
             Some(Arc::new(park::Parker::new(
                 reads,
@@ -260,7 +294,7 @@ impl Builder {
         let queue = tx.clone();
         let admit = parker.clone();
         let header_read_timeout = self.header_read_timeout;
-        threads.push(spawn("twinhttp-accept", move || {
+        threads.push(control.spawn("twinhttp-accept", move || {
             acceptor.run(|stream, peer, open| {
                 let until = crate::deadline::after(Instant::now(), header_read_timeout);
                 let conn = connection::Connection::new(stream, peer, open, until);
@@ -270,17 +304,17 @@ impl Builder {
                     Some(parker) => parker.admit(conn),
                     // Thread per connection: blocks while the queue is full, backpressure into
                     // the kernel's accept backlog.
-                    None => drop(queue.send(connection::Job(conn))),
+                    None => drop(queue.send(connection::Job::from(conn))),
                 }
             })
         })?);
         if let Some(p) = parker.clone() {
-            threads.push(spawn("twinhttp-park", move || p.run())?);
+            threads.push(control.spawn("twinhttp-park", move || p.run())?);
         }
         drop(tx);
         for i in 0..self.workers {
             let (shared, rx) = (shared.clone(), rx.clone());
-            threads.push(spawn(&format!("twinhttp-worker-{i}"), move || {
+            threads.push(control.spawn(&format!("twinhttp-worker-{i}"), move || {
                 worker::run(&shared, &rx)
             })?);
         }
@@ -321,6 +355,12 @@ impl Server {
     /// Open connections right now, parked ones included.
     pub fn open_connections(&self) -> usize {
         self.0.open_connections()
+    }
+
+    /// The live counters now: connections by what they are doing, requests, refusals by
+    /// reason, panics, threads ([`crate::stats`]).
+    pub fn stats(&self) -> Stats {
+        self.0.stats()
     }
 
     /// Blocks until the server is shut down through a [`ShutdownHandle`], then joins its

@@ -69,6 +69,7 @@ impl Parked {
     /// Takes a parked connection out of its slot (and its deadline out of the set).
     fn take(&mut self, key: usize) -> Option<Connection> {
         let slot = self.entries.get_mut(key)?.slot.take()?;
+        slot.conn.counters().unparked();
         if let Some(d) = slot.deadline {
             self.deadlines.remove(&(d, slot.generation, key));
         }
@@ -222,7 +223,8 @@ impl Parker {
     /// connection that had an event while it was being served comes back as
     /// [`Parking::Ready`]. Returns the connection when parking has ended (shutdown); the caller
     /// closes it.
-    pub(crate) fn park(self: &Arc<Self>, conn: Connection) -> Parking {
+    pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
+        conn.settle();
         let mut parked = self.lock();
         if parked.closed || (parked.stopping && !conn.is_long_lived()) {
             drop(parked);
@@ -280,6 +282,7 @@ impl Parker {
             parked.deadlines.insert((d, generation, key));
         }
         if let Some(entry) = parked.entries.get_mut(key) {
+            conn.counters().parked();
             entry.slot = Some(Slot {
                 conn,
                 deadline,
@@ -324,6 +327,8 @@ impl Parker {
     /// goes out: registered for reads and writes, counted so that shutdown waits for it to end.
     /// Returns the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown, or the poller
     /// failed), answer 503; `Err(None)`: the connection is gone.
+    // The connection comes back by value in the error, as it does from `register`.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn enroll(
         self: &Arc<Self>,
         conn: Connection,
@@ -366,13 +371,15 @@ impl Parker {
 
     /// Puts a connection with more work behind the others on the worker queue. Gives it back
     /// when the queue is full or gone (the caller goes on with it).
+    // The connection comes back by value in the error, as it does from `register`.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn requeue(&self, conn: Connection) -> Result<(), Connection> {
         let Some(queue) = self.lock().queue.clone() else {
             return Err(conn);
         };
         queue
             .try_send(Job::from(conn))
-            .map_err(|e| e.into_inner().0)
+            .map_err(|e| e.into_inner().into_connection())
     }
 
     /// A sender pushed to the connection under `key`: queue it if it is parked, else have its
@@ -488,7 +495,7 @@ impl Parker {
             // Unlocked: reading, writing a 408 and dropping (closing a connection frees its
             // entry: its ticket takes the lock) happen here.
             for conn in expired.drain(..) {
-                if let Outcome::Park(conn) = head::expire(conn, &self.reads.buffers, now) {
+                if let Outcome::Park(conn) = head::expire(conn, &self.reads, now) {
                     self.park_again(conn);
                 }
             }

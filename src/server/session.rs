@@ -42,6 +42,11 @@ enum Turn {
 }
 
 impl Session {
+    /// What the live counters count it as.
+    pub(crate) fn activity(&self) -> crate::stats::Activity {
+        self.conn.activity()
+    }
+
     /// Starts the session a response handed over, woken through the parker.
     pub(crate) fn start(
         takeover: Box<dyn Takeover>,

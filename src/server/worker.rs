@@ -13,7 +13,7 @@ use crossbeam_channel::Receiver;
 use super::Builder;
 use super::connection::{Connection, Job, Wait};
 use super::detached::{Waiter, detach_session};
-use super::exchange::{SocketSource, pump};
+use super::exchange::{SocketSource, pump, too_slow};
 use super::head::{self, Outcome};
 use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
@@ -22,7 +22,7 @@ use crate::engine::Control;
 use crate::handler::{Answer, answer};
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, Close, Conn, State};
+use crate::http::conn::{After, Close, Conn, Late, State};
 use crate::http::reader::{BodyEnd, BodyReader};
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
@@ -30,6 +30,7 @@ use crate::net::io::{self, flush, linger_close};
 use crate::net::transport::Stream;
 use crate::net::upgrade::detach;
 use crate::rate::Meter;
+use crate::stats::{Activity, Counters};
 use crate::ws::WS_READ_BUF;
 use crate::{Handler, Response};
 
@@ -59,6 +60,18 @@ struct Scratch {
     ws: Option<ReadBuf>,
 }
 
+impl Scratch {
+    /// Writes out what `write` holds, at the minimum response rate; a client that takes it
+    /// slower is counted as refused for being too slow.
+    fn write_out(&mut self, stream: &mut Stream, counters: &Counters) -> std::io::Result<()> {
+        let written = flush(stream, &mut self.write, &mut self.sent);
+        if let Err(e) = &written {
+            too_slow(e, counters);
+        }
+        written
+    }
+}
+
 /// Bytes of response buffered before it is written out while more pipelined requests wait.
 const WRITE_BUF: usize = 16 * 1024;
 
@@ -70,8 +83,8 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         head: RequestHead::default(),
         ws: None,
     };
-    while let Ok(Job(conn)) = queue.recv() {
-        let mut next = Some(conn);
+    while let Ok(job) = queue.recv() {
+        let mut next = Some(job.into_connection());
         while let Some(conn) = next.take() {
             let idle = match (&conn.wait, &shared.parker) {
                 (Wait::Session(_), _) => {
@@ -143,7 +156,7 @@ fn serve<H: Handler>(
     mut conn: Connection,
     s: &mut Scratch,
 ) -> Option<Connection> {
-    let mut http = Conn::default();
+    let mut http = Conn::new(shared.config.access_log, conn.peer.as_ref());
     let mut due = take_input(shared, &mut conn, &mut s.read);
     loop {
         let decoder = match head(shared, &mut conn, &mut http, s, &mut due) {
@@ -200,23 +213,29 @@ fn head<H>(
     s: &mut Scratch,
     due: &mut HeadDue,
 ) -> Head {
+    let counters = &shared.control.counters;
     loop {
-        match http.recv_head(&mut s.read, &mut s.head, &shared.config.limits) {
-            Ok(Some(decoder)) => return Head::Parsed(decoder),
+        match http.recv_head(&mut s.read, &mut s.head, &shared.config.limits, counters) {
+            Ok(Some(decoder)) => {
+                conn.set_activity(Activity::Writing);
+                return Head::Parsed(decoder);
+            }
             Ok(None) => {}
             Err(e) => {
-                http.write_error(e.status(), &mut s.write);
+                http.write_error(e.status(), &mut s.write, counters);
                 return Head::Refused;
             }
         }
-        if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+        if s.write_out(conn.stream(), &shared.control.counters)
+            .is_err()
+        {
             return Head::Gone;
         }
         match more_head(shared, conn, &mut s.read, due) {
             More::Got => {}
             More::Park(wait) => return Head::Park(wait),
             More::TimedOut => {
-                http.request_timed_out(true, &mut s.write);
+                http.request_timed_out(Late::Head, &mut s.write, counters);
                 return Head::Refused;
             }
             More::Closed => return Head::Gone,
@@ -254,6 +273,7 @@ fn handle<H: Handler>(
     decoder: Decoder,
 ) -> Handled {
     let cfg = &shared.config;
+    let counters = &shared.control.counters;
     let (stream, peer) = conn.stream_and_peer();
     let source = SocketSource {
         stream,
@@ -263,7 +283,8 @@ fn handle<H: Handler>(
         wait: true,
     };
     let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
-    let Answer { response, panicked } = answer(&shared.handler, &s.head, &mut reader, peer);
+    let Answer { response, panicked } =
+        answer(&shared.handler, &s.head, &mut reader, peer, counters);
     if reader.end == BodyEnd::Unread && !panicked {
         reader.source.wait = shared.parker.is_none();
         reader.drain(cfg.limits.max_drain_bytes);
@@ -273,11 +294,11 @@ fn handle<H: Handler>(
         // Too large to drain, held back for `100 Continue`, or the handler panicked.
         BodyEnd::Unread => false,
         BodyEnd::Failed(e) => {
-            http.write_error(e.status(), &mut s.write);
+            http.write_error(e.status(), &mut s.write, counters);
             return Handled::BodyRefused;
         }
         BodyEnd::TooSlow => {
-            http.request_timed_out(true, &mut s.write);
+            http.request_timed_out(Late::Body, &mut s.write, counters);
             return Handled::BodyRefused;
         }
         BodyEnd::Broken => return Handled::Gone,
@@ -313,6 +334,7 @@ fn respond<H: Handler>(
     handled: Answered,
 ) -> Responded {
     let cfg = &shared.config;
+    let counters = &shared.control.counters;
     s.sent = Meter::new(cfg.min_response_rate);
     let closing = handled.panicked || shared.control.is_shutting_down();
     let mark = s.write.len();
@@ -322,14 +344,32 @@ fn respond<H: Handler>(
         handled.in_sync,
         closing,
         &mut s.write,
+        counters,
     );
     match after {
         After::Done => {}
         After::Stream(encoder, kind) => {
+            let mut bytes = 0;
             let pumped = catch_unwind(AssertUnwindSafe(|| {
-                pump(conn.stream(), &mut s.write, encoder, kind, &mut s.sent)
+                pump(
+                    conn.stream(),
+                    &mut s.write,
+                    encoder,
+                    kind,
+                    &mut s.sent,
+                    &mut bytes,
+                )
             }));
-            if !pumped.unwrap_or(false) {
+            http.streamed(bytes);
+            let complete = match pumped {
+                Ok(Ok(complete)) => complete,
+                Ok(Err(e)) => {
+                    too_slow(&e, counters);
+                    false
+                }
+                Err(_) => false,
+            };
+            if !complete {
                 http.abort();
             }
         }
@@ -343,7 +383,7 @@ fn respond<H: Handler>(
             // before the head goes out (out of descriptors: 503 instead).
             let Ok(waiter) = Waiter::new().map(Arc::new) else {
                 s.write.truncate(mark);
-                http.write_error(503, &mut s.write);
+                http.write_error(503, &mut s.write, counters);
                 return Responded::Finish(conn);
             };
             let session = takeover.start(Start {
@@ -353,7 +393,9 @@ fn respond<H: Handler>(
                 rate: cfg.min_response_rate,
                 encoder,
             });
-            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+            if s.write_out(conn.stream(), &shared.control.counters)
+                .is_err()
+            {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();
@@ -362,7 +404,9 @@ fn respond<H: Handler>(
             return Responded::Left(None);
         }
         After::Detach(then) => {
-            if flush(conn.stream(), &mut s.write, &mut s.sent).is_err() {
+            if s.write_out(conn.stream(), &shared.control.counters)
+                .is_err()
+            {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();
@@ -375,7 +419,8 @@ fn respond<H: Handler>(
         return Responded::Finish(conn);
     }
     if s.write.len() >= cfg.limits.max_pipeline_output
-        && flush(conn.stream(), &mut s.write, &mut s.sent).is_err()
+        && s.write_out(conn.stream(), &shared.control.counters)
+            .is_err()
     {
         return Responded::Gone;
     }
@@ -408,7 +453,6 @@ fn more_head<H>(
     due: &mut HeadDue,
 ) -> More {
     let cfg = &shared.config;
-    let stream = conn.stream();
     let shutting_down = &shared.control.shutting_down;
     // Shutdown interrupts a wait for a new request, never a request under way.
     let cancel = read.is_empty().then_some(shutting_down);
@@ -417,8 +461,14 @@ fn more_head<H>(
     }
     let now = Instant::now();
     let Some(parker) = &shared.parker else {
-        return wait_for_head(shared, stream, read, due, cancel);
+        // Thread per connection: the worker waits on the socket, for a request or the rest.
+        conn.set_activity(match read.is_empty() {
+            true => Activity::Waiting,
+            false => Activity::Reading,
+        });
+        return wait_for_head(shared, conn.stream(), read, due, cancel);
     };
+    let stream = conn.stream();
     if cancel.is_some() && cfg.park_linger > Duration::ZERO && !stream.buffered_input() {
         // A short wait on the socket keeps a busy keep-alive connection on this worker.
         let _ = io::wait(
@@ -500,13 +550,14 @@ fn finish<H>(
     http: &Conn,
     s: &mut Scratch,
 ) -> Option<Connection> {
-    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
+    s.write_out(conn.stream(), &shared.control.counters).ok()?;
     match (http.state(), &shared.parker) {
         (State::Closing(Close::Linger), Some(_)) => match head::linger(conn, Instant::now()) {
             Outcome::Park(conn) | Outcome::Ready(conn) => Some(conn),
             Outcome::Close => None,
         },
         (State::Closing(Close::Linger), None) => {
+            conn.set_activity(Activity::Closing);
             linger_close(&mut *conn.stream());
             None
         }
@@ -534,12 +585,13 @@ fn into_session<H: Handler>(
         Ok(enrolled) => enrolled,
         Err(Some(conn)) => {
             s.write.truncate(mark);
-            http.write_error(503, &mut s.write);
+            http.write_error(503, &mut s.write, &shared.control.counters);
             return finish(shared, conn, http, s);
         }
         Err(None) => return None,
     };
-    flush(conn.stream(), &mut s.write, &mut s.sent).ok()?;
+    s.write_out(conn.stream(), &shared.control.counters).ok()?;
     conn.wait = Wait::Session(Box::new(make(wake, &conn)));
+    conn.settle();
     session::drive(shared, conn, &mut s.read)
 }

@@ -511,6 +511,10 @@ impl Session for WsConn {
     fn keeps_input(&self) -> bool {
         true
     }
+
+    fn activity(&self) -> crate::stats::Activity {
+        crate::stats::Activity::WebSocket
+    }
 }
 
 fn close_frame(code: CloseCode, reason: &str) -> CloseFrame {

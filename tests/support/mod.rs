@@ -82,6 +82,8 @@ pub struct Config {
     pub idle_timeout: Duration,
     pub body_rate: Option<MinRate>,
     pub response_rate: Option<MinRate>,
+    /// Log every exchange to `twinhttp::access`.
+    pub access_log: bool,
     /// Serve TLS with this configuration (feature `tls`).
     #[cfg(feature = "tls")]
     pub tls: Option<std::sync::Arc<twinhttp::tls::rustls::ServerConfig>>,
@@ -97,6 +99,7 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(10),
             body_rate: Some(MinRate::default()),
             response_rate: Some(MinRate::default()),
+            access_log: false,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -126,6 +129,16 @@ impl TestServer {
             Some(Running::Server(s)) => s.shutdown(grace),
             Some(Running::Reactor(r)) => r.shutdown(grace),
             None => Ok(()),
+        }
+    }
+
+    /// The engine's live counters.
+    pub fn stats(&self) -> twinhttp::stats::Stats {
+        match &self.running {
+            #[cfg(feature = "server")]
+            Some(Running::Server(s)) => s.stats(),
+            Some(Running::Reactor(r)) => r.stats(),
+            None => twinhttp::stats::Stats::default(),
         }
     }
 
@@ -185,6 +198,7 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
+                .access_log(cfg.access_log)
                 .parking(match engine {
                     Engine::Server => twinhttp::server::Parking::All,
                     _ => twinhttp::server::Parking::Off,
@@ -213,7 +227,8 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .idle_timeout(cfg.idle_timeout)
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
-                .limits(cfg.limits);
+                .limits(cfg.limits)
+                .access_log(cfg.access_log);
             #[cfg(feature = "tls")]
             let b = match cfg.tls.clone() {
                 Some(config) => b.tls(config),

@@ -16,6 +16,7 @@ use crate::net::transport::Stream;
 use crate::net::upgrade::Upgraded;
 use crate::rate::Meter;
 use crate::reactor::pools::Pools;
+use crate::stats::Activity;
 
 /// The capacity a write buffer starts with.
 const WRITE_BUF: usize = 16 * 1024;
@@ -149,6 +150,15 @@ impl Busy {
             pools.give_head(head);
         }
         pools.give_busy(self);
+    }
+
+    /// What the live counters count the connection as while it holds this.
+    pub(super) fn activity(&self) -> Activity {
+        match self.at {
+            Exchange::Head if self.out.is_empty() && self.read.is_empty() => Activity::Waiting,
+            Exchange::Head if self.out.is_empty() => Activity::Reading,
+            _ => Activity::Writing,
+        }
     }
 
     /// Whether a request is under way: part of its head or its body has come, and no response

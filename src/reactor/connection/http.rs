@@ -18,6 +18,7 @@ use crate::net::transport::Stream;
 use crate::rate::Meter;
 use crate::reactor::pool::Job;
 use crate::reactor::pools::Pools;
+use crate::stats::Activity;
 
 /// Requests answered per wake-up before other connections get their turn.
 const REQUEST_BUDGET: u32 = 64;
@@ -176,6 +177,7 @@ impl Connection {
         match produced {
             Ok(None) => {}
             Ok(Some(complete)) => {
+                self.http.streamed(st.sent());
                 busy.at = Exchange::Head;
                 if !complete {
                     self.http.abort();
@@ -183,6 +185,7 @@ impl Connection {
             }
             Err(_) => {
                 log::error!("response body panicked; closing the connection");
+                self.http.streamed(st.sent());
                 busy.at = Exchange::Head;
                 self.http.abort();
             }
@@ -203,7 +206,7 @@ impl Connection {
                 let mut head = cx.pools.head();
                 match self
                     .http
-                    .recv_head(&mut busy.read, &mut head, &cx.cfg.limits)
+                    .recv_head(&mut busy.read, &mut head, &cx.cfg.limits, cx.counters)
                 {
                     Ok(None) => {
                         cx.pools.give_head(head);
@@ -211,11 +214,18 @@ impl Connection {
                     }
                     Err(e) => {
                         cx.pools.give_head(head);
-                        self.http.write_error(e.status(), &mut busy.out);
+                        self.http
+                            .write_error(e.status(), &mut busy.out, cx.counters);
                         Step::Progress
                     }
-                    Ok(Some(decoder)) if decoder.is_done() => self.dispatch(head, Vec::new(), cx),
+                    Ok(Some(decoder)) if decoder.is_done() => {
+                        // Counted as served while its handler runs (a `/stats` handler sees
+                        // itself); back to waiting when the step settles.
+                        self._open.set(Activity::Writing);
+                        self.dispatch(head, Vec::new(), cx)
+                    }
                     Ok(Some(decoder)) => {
+                        self._open.set(Activity::Writing);
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
                         if head.expect_continue && busy.read.is_empty() {
@@ -241,7 +251,8 @@ impl Connection {
                 let input = busy.read.filled();
                 match decoder.decode(input, usize::MAX) {
                     Err(e) => {
-                        self.http.write_error(e.status(), &mut busy.out);
+                        self.http
+                            .write_error(e.status(), &mut busy.out, cx.counters);
                         Step::Progress
                     }
                     Ok(d) => {
@@ -288,7 +299,13 @@ impl Connection {
             });
             return Step::Progress;
         }
-        let answered = answer(cx.handler, &head, &mut &body[..], Some(&self.peer));
+        let answered = answer(
+            cx.handler,
+            &head,
+            &mut &body[..],
+            Some(&self.peer),
+            cx.counters,
+        );
         self.respond(head, answered, cx);
         Step::Answered
     }
@@ -304,9 +321,14 @@ impl Connection {
         busy.at = Exchange::Head;
         self.served += 1;
         self.since = cx.now;
-        let after =
-            self.http
-                .write_response(&head, answered.response, true, closing, &mut busy.out);
+        let after = self.http.write_response(
+            &head,
+            answered.response,
+            true,
+            closing,
+            &mut busy.out,
+            cx.counters,
+        );
         cx.pools.give_head(head);
         match after {
             After::Done => {}

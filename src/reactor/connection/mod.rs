@@ -23,11 +23,12 @@ use crate::MinRate;
 use crate::deadline;
 use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{Close, Conn};
+use crate::http::conn::{Close, Conn, Late};
 use crate::http::linger::Linger;
 use crate::http::session::Session;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
+use crate::stats::{Activity, Counters, Refusal};
 
 /// What the loop needs to run a connection's step.
 pub(crate) struct Cx<'a, H> {
@@ -39,6 +40,7 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) closing: bool,
     pub(crate) key: usize,
     pub(crate) wakes: &'a Arc<Wakes>,
+    pub(crate) counters: &'a Counters,
 }
 
 /// What the loop should do with a connection after a step.
@@ -124,12 +126,13 @@ impl Connection {
         peer: Address,
         now: Instant,
         open: OpenGuard,
+        access_log: bool,
     ) -> Self {
         Connection {
             socket,
             id,
+            http: Conn::new(access_log, Some(&peer)),
             peer,
-            http: Conn::default(),
             phase: Phase::Idle,
             since: now,
             head_start: now,
@@ -146,6 +149,20 @@ impl Connection {
 
     pub(crate) fn socket(&self) -> &Registered<Stream> {
         &self.socket
+    }
+
+    /// Counts the connection as doing what its phase says, after a step. Every step ends here
+    /// (the loop's `apply`), so a quiescent loop's gauges are exact.
+    #[inline]
+    pub(crate) fn settle(&mut self) {
+        let now = match &self.phase {
+            Phase::Idle => Activity::Waiting,
+            Phase::Partial(_) => Activity::Reading,
+            Phase::Busy(busy) => busy.activity(),
+            Phase::Session { session, .. } => session.activity(),
+            Phase::Linger(_) => Activity::Closing,
+        };
+        self._open.set(now);
     }
 
     /// True when nothing is under way: no buffered input, no output, no request in flight.
@@ -182,22 +199,36 @@ impl Connection {
     /// A deadline passed. A session handles its own timers (true: drive it again). For HTTP the
     /// core decides: a request under way gets `408` and a lingering close (true: drive it to
     /// write that and linger); otherwise it closes (false).
-    pub(crate) fn expire(&mut self, pools: &mut Pools, now: Instant, cfg: &Config) -> bool {
-        let started = match &self.phase {
+    pub(crate) fn expire(
+        &mut self,
+        pools: &mut Pools,
+        now: Instant,
+        cfg: &Config,
+        counters: &Counters,
+    ) -> bool {
+        let late = match &self.phase {
             Phase::Session { .. } => {
                 self.on_session(pools, |session, io| session.expire(io, now));
                 return true;
             }
-            Phase::Idle => false,
-            Phase::Partial(_) => true,
-            Phase::Busy(busy) if busy.receiving() => true,
+            Phase::Idle => Late::Idle,
+            Phase::Partial(_) => Late::Head,
+            Phase::Busy(busy) if busy.receiving() => match busy.at {
+                Exchange::Body { .. } => Late::Body,
+                _ => Late::Head,
+            },
             Phase::Busy(_) | Phase::Linger(_) => {
+                // A response its client took slower than the minimum rate (a lingering close
+                // that ran its time is no refusal).
+                if matches!(self.phase, Phase::Busy(_)) {
+                    counters.refused(Refusal::TooSlow);
+                }
                 self.release_all(pools);
                 return false;
             }
         };
         if !self.http.is_closing() {
-            if started {
+            if late != Late::Idle {
                 self.lend(pools, cfg.min_response_rate);
             }
             let mut none = Vec::new();
@@ -205,7 +236,7 @@ impl Connection {
                 Phase::Busy(busy) => &mut busy.out,
                 _ => &mut none,
             };
-            if self.http.request_timed_out(started, out) == Close::Linger {
+            if self.http.request_timed_out(late, out, counters) == Close::Linger {
                 return true;
             }
         }

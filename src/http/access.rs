@@ -1,0 +1,103 @@
+//! The access log: one line per exchange, built here once for both engines from what the core
+//! sees (the request line, the status, the body bytes, the time since the head was read) and
+//! the peer the engine gave the connection. Logged through `log` at `info`, target
+//! `twinhttp::access`:
+//!
+//! ```text
+//! 127.0.0.1:53412 "GET /path HTTP/1.1" 200 13 0.21ms
+//! ```
+//!
+//! Off (the default), a connection's log is one empty variant: no allocation, no clock.
+
+use std::fmt::Write;
+use std::time::Instant;
+
+use crate::http::request::{RequestHead, Version};
+use crate::net::transport::Address;
+
+/// The `log` target of the access log.
+pub(crate) const TARGET: &str = "twinhttp::access";
+
+/// A connection's access log.
+#[derive(Debug, Default)]
+pub(crate) enum AccessLog {
+    /// Not logged.
+    #[default]
+    Off,
+    /// Logged: the exchange under way (boxed: a connection's state stays small).
+    On(Box<Entry>),
+}
+
+/// The exchange being logged, reused for each request of the connection.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    peer: Option<Address>,
+    /// `METHOD TARGET VERSION`; empty when no head was read for this exchange (an error
+    /// answered to a malformed head is logged as `"-"`).
+    line: String,
+    started: Option<Instant>,
+    status: u16,
+}
+
+impl AccessLog {
+    /// A log for a connection from `peer`.
+    pub(crate) fn on(peer: Option<Address>) -> Self {
+        AccessLog::On(Box::new(Entry {
+            peer,
+            line: String::new(),
+            started: None,
+            status: 0,
+        }))
+    }
+
+    /// A request head was read: its exchange starts now.
+    #[inline]
+    pub(crate) fn head(&mut self, head: &RequestHead) {
+        if let AccessLog::On(e) = self {
+            e.line.clear();
+            let version = match head.version {
+                Version::Http10 => "HTTP/1.0",
+                Version::Http11 => "HTTP/1.1",
+            };
+            let _ = write!(e.line, "{} {} {version}", head.method(), head.target());
+            e.started = Some(Instant::now());
+        }
+    }
+
+    /// The response head went out with `status`.
+    #[inline]
+    pub(crate) fn status(&mut self, status: u16) {
+        if let AccessLog::On(e) = self {
+            e.status = status;
+        }
+    }
+
+    /// The exchange is over: `bytes` of body were sent. Logs its line.
+    #[inline]
+    pub(crate) fn done(&mut self, bytes: u64) {
+        if let AccessLog::On(e) = self {
+            e.log(bytes);
+        }
+    }
+}
+
+impl Entry {
+    fn log(&mut self, bytes: u64) {
+        let line = if self.line.is_empty() {
+            "-"
+        } else {
+            &self.line
+        };
+        let ms = self
+            .started
+            .map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
+        match &self.peer {
+            Some(peer) => {
+                log::info!(target: TARGET, "{peer} \"{line}\" {} {bytes} {ms:.2}ms", self.status)
+            }
+            None => log::info!(target: TARGET, "- \"{line}\" {} {bytes} {ms:.2}ms", self.status),
+        }
+        self.line.clear();
+        self.started = None;
+    }
+}

@@ -1,0 +1,151 @@
+//! The access log: with `.access_log(true)` every exchange is one line at `info` to target
+//! `twinhttp::access` (peer, request line, status, body bytes, duration), on every engine
+//! configuration; off, nothing is logged. This binary installs its own logger (one per process)
+//! that keeps those lines; each test picks its own by its client's address.
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use support::{Client, Config, Engine, TestServer, app, start_with};
+
+/// The access-log lines logged so far, by every test of this binary.
+static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.target() == "twinhttp::access"
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            assert_eq!(r.level(), log::Level::Info);
+            let mut lines = LINES.lock().unwrap_or_else(|e| e.into_inner());
+            lines.push(r.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&Capture).expect("the only logger of this binary");
+        log::set_max_level(log::LevelFilter::Info);
+    });
+}
+
+/// The lines logged for connections from `peer`, once there are `n` (waiting at most `within`).
+fn lines_of(peer: SocketAddr, n: usize, within: Duration) -> Vec<String> {
+    let prefix = format!("{peer} ");
+    let deadline = Instant::now() + within;
+    loop {
+        let mine: Vec<String> = LINES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|l| l.starts_with(&prefix))
+            .cloned()
+            .collect();
+        if mine.len() >= n || Instant::now() > deadline {
+            return mine;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `peer "line" status bytes` followed by a duration like `0.21ms`.
+fn assert_line(got: &str, peer: SocketAddr, request: &str, status: u16, bytes: u64) {
+    let want = format!("{peer} \"{request}\" {status} {bytes} ");
+    let rest = got.strip_prefix(&want);
+    assert!(rest.is_some(), "{got:?} is not {want:?}…");
+    let ms = rest.and_then(|r| r.strip_suffix("ms"));
+    assert!(
+        ms.is_some_and(|ms| ms.parse::<f64>().is_ok_and(|v| v >= 0.0)),
+        "{got:?} ends in a duration"
+    );
+}
+
+/// A server of `app` with the access log on, and a client of it with its address.
+fn logged(engine: Engine, cfg: Config) -> (TestServer, Client, SocketAddr) {
+    install();
+    let srv = start_with(
+        engine,
+        Config {
+            access_log: true,
+            ..cfg
+        },
+        app,
+    );
+    let c = Client::new(srv.addr);
+    let peer = c.reader.get_ref().local_addr().expect("local address");
+    (srv, c, peer)
+}
+
+fn one_line_per_exchange(engine: Engine) {
+    let (_srv, mut c, peer) = logged(engine, Config::default());
+    assert_eq!(c.request("GET /", "").text(), "Hello, World!");
+    assert_eq!(c.request("GET /nowhere?x=1", "").status, 404);
+    c.send(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response(true).map(|r| r.status), Some(200));
+    assert_eq!(c.request("GET /stream", "").text(), "part1;part2;part3;");
+    assert_eq!(c.request("GET /sized", "").text(), "0123456789");
+    c.send(b"GET /echo HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc");
+    assert_eq!(c.response().text(), "abc");
+    let lines = lines_of(peer, 6, Duration::from_secs(10));
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    assert_line(&lines[0], peer, "GET / HTTP/1.1", 200, 13);
+    assert_line(&lines[1], peer, "GET /nowhere?x=1 HTTP/1.1", 404, 0);
+    assert_line(&lines[2], peer, "HEAD / HTTP/1.1", 200, 0);
+    assert_line(&lines[3], peer, "GET /stream HTTP/1.1", 200, 18);
+    assert_line(&lines[4], peer, "GET /sized HTTP/1.1", 200, 10);
+    assert_line(&lines[5], peer, "GET /echo HTTP/1.0", 200, 3);
+}
+
+/// An error the engine answered itself is logged too, with `"-"` for a head it could not read.
+fn refusals_are_logged(engine: Engine) {
+    let (_srv, mut c, peer) = logged(engine, Config::default());
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
+    assert_eq!(c.response().status, 400);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_line(&lines[0], peer, "-", 400, "Bad Request".len() as u64);
+}
+
+/// A head that does not come in full by its deadline: `408`, logged with `"-"`.
+fn header_timeouts_are_logged(engine: Engine) {
+    let cfg = Config {
+        header_read_timeout: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let (_srv, mut c, peer) = logged(engine, cfg);
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!(c.response().status, 408);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_line(&lines[0], peer, "-", 408, "Request Timeout".len() as u64);
+}
+
+fn off_by_default(engine: Engine) {
+    install();
+    let srv = start_with(engine, Config::default(), app);
+    let mut c = Client::new(srv.addr);
+    let peer = c.reader.get_ref().local_addr().expect("local address");
+    assert_eq!(c.request("GET /", "").status, 200);
+    assert_eq!(c.request("GET /stream", "").status, 200);
+    // A line logged wrongly would be there by now (logged before or as the response went out);
+    // a short wait more covers a streamed body's line.
+    let lines = lines_of(peer, 1, Duration::from_millis(300));
+    assert!(lines.is_empty(), "{lines:#?}");
+}
+
+engine_tests!(
+    one_line_per_exchange,
+    refusals_are_logged,
+    header_timeouts_are_logged,
+    off_by_default
+);
