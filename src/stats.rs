@@ -289,7 +289,8 @@ pub struct Stats {
     pub accepted: u64,
     /// Connections accepted and admitted under `max_connections` (nginx `handled`).
     pub handled: u64,
-    /// Request heads read in full (a head the engine refused is counted in `refused` instead).
+    /// Request heads read in full, including those whose body or upgrade the engine then
+    /// refused (counted in `refused` too); a head the engine could not read is in `refused` only.
     pub requests: u64,
     /// Open connections, of every activity below (nginx `Active connections`).
     pub active: u64,
@@ -362,6 +363,30 @@ impl StatsHandle {
             Some(control) => control.stats(),
             None => Stats::default(),
         }
+    }
+}
+
+/// A builder's [`StatsHandle`], handed out before `serve` and bound by it. A clone of the builder
+/// starts without one: each engine served binds its own (a handle bound to a clone's engine
+/// would read the wrong server).
+#[derive(Debug, Default)]
+pub(crate) struct HandleSlot(Option<StatsHandle>);
+
+impl Clone for HandleSlot {
+    fn clone(&self) -> Self {
+        HandleSlot(None)
+    }
+}
+
+impl HandleSlot {
+    /// The handle, made on the first call.
+    pub(crate) fn get(&mut self) -> StatsHandle {
+        self.0.get_or_insert_with(StatsHandle::default).clone()
+    }
+
+    /// The handle, if one was handed out.
+    pub(crate) fn handed_out(&self) -> Option<&StatsHandle> {
+        self.0.as_ref()
     }
 }
 

@@ -143,7 +143,117 @@ fn off_by_default(engine: Engine) {
     assert!(lines.is_empty(), "{lines:#?}");
 }
 
+/// Review 17: a response its client stops taking is cut off at the minimum response rate; the
+/// exchange is still logged (its status and the body bytes that went out), whatever the body.
+fn cut_off(engine: Engine, path: &str, handler: impl twinhttp::Handler) -> Vec<String> {
+    use std::io::Write;
+    install();
+    let srv = start_with(
+        engine,
+        Config {
+            access_log: true,
+            response_rate: Some(twinhttp::MinRate::new(1000, Duration::from_millis(200))),
+            ..Config::default()
+        },
+        handler,
+    );
+    let mut c = support::connect(srv.addr);
+    let peer = c.local_addr().expect("local address");
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .expect("send");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while srv.stats().requests == 0 || srv.stats().active > 0 {
+        assert!(Instant::now() < deadline, "not cut off");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let lines = lines_of(peer, 1, Duration::from_secs(1));
+    assert_eq!(
+        lines.len(),
+        1,
+        "one line for the cut-off exchange: {lines:#?}"
+    );
+    let want = format!("{peer} \"GET {path} HTTP/1.1\" 200 ");
+    assert!(lines[0].starts_with(&want), "{lines:#?}");
+    lines
+}
+
+fn cut_off_streams_are_logged(engine: Engine) {
+    use std::io::Read;
+    cut_off(engine, "/big-stream", |_: &mut twinhttp::Request<'_>| {
+        twinhttp::Response::new(200)
+            .with_body(twinhttp::Body::reader(std::io::repeat(b'x').take(64 << 20)))
+    });
+}
+
+fn cut_off_files_are_logged_with_the_bytes_sent(engine: Engine) {
+    let dir = std::env::temp_dir().join(format!(
+        "twinhttp-review17-log-{}-{engine:?}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let path = dir.join("big.bin");
+    std::fs::write(&path, vec![b'x'; 32 << 20]).expect("a file");
+    let file = path.clone();
+    let lines = cut_off(
+        engine,
+        "/big-file",
+        move |req: &mut twinhttp::Request<'_>| twinhttp::Response::file(req, &file),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let bytes: u64 = lines[0]
+        .split(' ')
+        .nth(5)
+        .and_then(|b| b.parse().ok())
+        .expect("a byte count");
+    assert!(
+        bytes > 0 && bytes < 32 << 20,
+        "bytes sent of a cut-off file: {lines:#?}"
+    );
+}
+
+/// Review 17: a target with a `"` in it cannot break the line's quoting.
+fn quotes_in_the_target_are_escaped(engine: Engine) {
+    let (_srv, mut c, peer) = logged(engine, Config::default());
+    c.send(b"GET /a\"b HTTP/1.1\r\nHost: t\r\n\r\n");
+    let status = c.response().status;
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        !lines[0].contains("/a\"b"),
+        "status {status}, an unescaped quote: {lines:#?}"
+    );
+    assert!(lines[0].contains(r#""GET /a\x22b HTTP/1.1""#), "{lines:#?}");
+}
+
+/// A client that leaves mid-body still gets its line: on the reactor, which reads a body before
+/// the handler runs, no response went out (`499`, as nginx logs it); the server engine's handler
+/// had the head and answered (its body read failed).
+fn a_client_leaving_mid_body_is_logged(engine: Engine) {
+    let (srv, mut c, peer) = logged(engine, Config::default());
+    c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly ten..");
+    // The head is read (counted) before the client goes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.stats().requests == 0 {
+        assert!(Instant::now() < deadline, "the head was never read");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(c);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(&format!("{peer} \"POST /echo HTTP/1.1\" ")),
+        "{lines:#?}"
+    );
+    if engine.is_reactor() {
+        assert_line(&lines[0], peer, "POST /echo HTTP/1.1", 499, 0);
+    }
+}
+
 engine_tests!(
+    a_client_leaving_mid_body_is_logged,
+    quotes_in_the_target_are_escaped,
+    cut_off_streams_are_logged,
+    cut_off_files_are_logged_with_the_bytes_sent,
     one_line_per_exchange,
     refusals_are_logged,
     header_timeouts_are_logged,

@@ -275,8 +275,182 @@ fn a_client_too_slow_to_read_is_counted(engine: Engine) {
     drop(c);
 }
 
+/// Review 17: a file response its client does not read is cut off at the minimum response
+/// rate, and counted as too slow, as a full or a streamed body is.
+fn a_client_too_slow_to_read_a_file_is_counted(engine: Engine) {
+    let dir = std::env::temp_dir().join(format!(
+        "twinhttp-review17-file-{}-{engine:?}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let path = dir.join("big.bin");
+    std::fs::write(&path, vec![b'x'; 32 << 20]).expect("a file");
+    let file = path.clone();
+    let srv = start_with(
+        engine,
+        Config {
+            response_rate: Some(MinRate::new(1000, Duration::from_millis(200))),
+            ..Config::default()
+        },
+        move |req: &mut Request<'_>| Response::file(req, &file),
+    );
+    let mut c = connect(srv.addr);
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    // Nothing is read: the socket buffers fill, the server waits, then gives up.
+    let s = until(&srv, "cut off", |s| s.requests == 1 && s.active == 0);
+    assert_eq!(s.refusals(Refusal::TooSlow), 1, "{:?}", s.refused);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Review 17: every way a connection ends brings the gauges back to zero, and a hidden
+/// negative gauge (shown as 0 by the snapshot) would show up as a miscount of the next one.
+fn counters_return_to_zero_after_every_kind_of_end(engine: Engine) {
+    use std::io::Read;
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/ws" => echo_websocket(req),
+        "/sse" => {
+            let (resp, sender) = Response::event_stream();
+            std::mem::forget(sender);
+            resp
+        }
+        "/upgrade" => Response::upgrade("x-test", |mut up| {
+            let mut b = [0u8; 1];
+            let _ = up.read(&mut b);
+        }),
+        _ => app(req),
+    };
+    let srv = start_with(
+        engine,
+        Config {
+            header_read_timeout: Duration::from_millis(1500),
+            max_connections: 6,
+            workers: 16,
+            ..Config::default()
+        },
+        handler,
+    );
+    // A WebSocket closed by its client's close frame, one dropped.
+    let mut ws = open_websocket(srv.addr);
+    ws.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    ws.write_all(&[0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xe8 ^ 2])
+        .expect("close frame");
+    let mut rest = Vec::new();
+    let _ = ws.read_to_end(&mut rest);
+    drop(open_websocket(srv.addr));
+    // An event stream its client leaves.
+    let mut sse = connect(srv.addr);
+    sse.write_all(b"GET /sse HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    assert!(read_head(&mut sse).starts_with("HTTP/1.1 200 "));
+    until(&srv, "an event stream", |s| s.event_streams == 1);
+    drop(sse);
+    // A generic upgrade whose thread ends.
+    let mut up = connect(srv.addr);
+    up.write_all(
+        b"GET /upgrade HTTP/1.1\r\nHost: t\r\nUpgrade: x-test\r\nConnection: upgrade\r\n\r\n",
+    )
+    .expect("send");
+    assert!(read_head(&mut up).starts_with("HTTP/1.1 101 "));
+    up.write_all(b"x").expect("send");
+    drop(up);
+    // A refusal that lingers while its client goes on sending, a panic, a partial head.
+    let (r, mut c) = probe(
+        srv.addr,
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\nmore",
+    );
+    assert_eq!(r.status, 400);
+    let _ = c.try_send(b"and more");
+    drop(c);
+    assert_eq!(
+        probe(srv.addr, b"GET /panic HTTP/1.1\r\nHost: t\r\n\r\n")
+            .0
+            .status,
+        500
+    );
+    assert_eq!(
+        probe(srv.addr, b"GET / HTTP/1.1\r\nHost: t\r\n").0.status,
+        408
+    );
+    // Over capacity: 503.
+    until(&srv, "all closed before", |s| s.active == 0);
+    let held: Vec<Client> = (0..6)
+        .map(|_| {
+            let mut c = Client::new(srv.addr);
+            assert_eq!(c.request("GET /", "").status, 200);
+            c
+        })
+        .collect();
+    until(&srv, "six open", |s| s.active == 6);
+    assert_eq!(
+        probe(srv.addr, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .0
+            .status,
+        503
+    );
+    drop(held);
+    let s = until(&srv, "everything closed", |s| s.active == 0);
+    assert_eq!(doing(&s), 0, "{s:#?}");
+    assert_eq!(s.parked, 0, "{s:#?}");
+    assert!(s.per_loop.iter().all(|&n| n == 0), "{s:#?}");
+    // A gauge below zero is shown as 0: one new idle connection must count exactly once.
+    let mut one = Client::new(srv.addr);
+    assert_eq!(one.request("GET /", "").status, 200);
+    let s = until(&srv, "one idle", |s| s.active == 1 && s.writing == 0);
+    assert_eq!((s.waiting, doing(&s)), (1, 1), "{s:#?}");
+    let mut partial = connect(srv.addr);
+    partial.write_all(b"GET / HT").expect("send");
+    let s = until(&srv, "one reading", |s| s.active == 2 && s.reading == 1);
+    assert_eq!((s.waiting, doing(&s)), (1, 2), "{s:#?}");
+}
+
 engine_tests!(
     held_connections_are_counted,
     refusals_by_reason,
-    a_client_too_slow_to_read_is_counted
+    a_client_too_slow_to_read_is_counted,
+    a_client_too_slow_to_read_a_file_is_counted,
+    counters_return_to_zero_after_every_kind_of_end
 );
+
+/// Review 17: a builder cloned after `stats_handle()` carries the same handle, and the first of
+/// the two engines to serve takes it: the handle made from one builder reads the other engine.
+#[test]
+fn a_stats_handle_reads_the_engine_of_its_builder() {
+    let mut b = twinhttp::reactor::Reactor::builder().loops(1);
+    let handle = b.stats_handle();
+    let other = b.clone();
+    let first = other.serve("127.0.0.1:0", app).expect("the clone serves");
+    let mine = b.serve("127.0.0.1:0", app).expect("the builder serves");
+    let mut c = Client::new(mine.local_addr());
+    assert_eq!(c.request("GET /", "").status, 200);
+    assert_eq!(mine.stats().requests, 1);
+    assert_eq!(first.stats().requests, 0);
+    assert_eq!(
+        handle.stats().requests,
+        1,
+        "the handle made from `b` reads the engine `b` started"
+    );
+}
+
+/// Review 17: with parking off, a connection waiting in the worker queue has sent nothing, yet
+/// it is counted as `queued` ("a whole head buffered"), not `waiting` ("nothing of its next
+/// request yet").
+#[cfg(feature = "server")]
+#[test]
+fn a_silent_connection_in_the_queue_is_waiting() {
+    let srv = start_with(
+        Engine::ServerNoPark,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        app,
+    );
+    let mut first = Client::new(srv.addr);
+    assert_eq!(first.request("GET /", "").status, 200);
+    let _silent = connect(srv.addr);
+    let s = until(&srv, "two open", |s| s.active == 2);
+    assert_eq!((s.waiting, s.queued), (2, 0), "{s:#?}");
+}

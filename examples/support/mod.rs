@@ -51,7 +51,7 @@ const USAGE: &str =
          --no-park  --session-threads  --park-linger-us N (server engine)
          --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
          --static DIR (app: the folder served under /static/)
-         --access-log (a line per exchange; shown with RUST_LOG=info)";
+         --access-log (a line per exchange, logged by default; RUST_LOG overrides)";
 
 impl Args {
     pub fn parse() -> Args {
@@ -317,10 +317,9 @@ impl Running {
     }
 }
 
-/// Logs through `env_logger`: warnings and errors by default (handler panics, accept errors when
-/// out of descriptors), more with `RUST_LOG=info` or `RUST_LOG=debug`.
-/// Warnings and errors, and the access log's lines when `--access-log` is given; `RUST_LOG`
-/// overrides.
+/// Logs through `env_logger`: warnings and errors (handler panics, accept errors when out of
+/// descriptors) and the access log's lines when `--access-log` is given; `RUST_LOG` overrides
+/// (`RUST_LOG=debug` for more).
 pub fn init_logger() {
     let default = "warn,twinhttp::access=info";
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();

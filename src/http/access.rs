@@ -59,8 +59,13 @@ impl AccessLog {
                 Version::Http10 => "HTTP/1.0",
                 Version::Http11 => "HTTP/1.1",
             };
-            let _ = write!(e.line, "{} {} {version}", head.method(), head.target());
+            e.line.push_str(head.method());
+            e.line.push(' ');
+            escape_into(&mut e.line, head.target());
+            e.line.push(' ');
+            e.line.push_str(version);
             e.started = Some(Instant::now());
+            e.status = 0;
         }
     }
 
@@ -72,7 +77,8 @@ impl AccessLog {
         }
     }
 
-    /// The exchange is over: `bytes` of body were sent. Logs its line.
+    /// The exchange is over: `bytes` of body were sent (or produced, for a body the engine
+    /// buffers whole). Logs its line.
     #[inline]
     pub(crate) fn done(&mut self, bytes: u64) {
         if let AccessLog::On(e) = self {
@@ -81,7 +87,25 @@ impl AccessLog {
     }
 }
 
+/// `target` as the log shows it: a `"`, a `\` and every byte outside `!`..`~` written `\xHH`
+/// (as nginx does), so that a line always splits at its quotes.
+fn escape_into(line: &mut String, target: &str) {
+    for b in target.bytes() {
+        match b {
+            b'"' | b'\\' => {
+                let _ = write!(line, "\\x{b:02X}");
+            }
+            0x21..=0x7e => line.push(char::from(b)),
+            other => {
+                let _ = write!(line, "\\x{other:02X}");
+            }
+        }
+    }
+}
+
 impl Entry {
+    /// Logs the exchange under way (its status `499` if no response went out: the client left
+    /// first, as nginx logs it) and ends it.
     fn log(&mut self, bytes: u64) {
         let line = if self.line.is_empty() {
             "-"
@@ -91,13 +115,27 @@ impl Entry {
         let ms = self
             .started
             .map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
+        let status = match self.status {
+            0 => 499,
+            status => status,
+        };
         match &self.peer {
             Some(peer) => {
-                log::info!(target: TARGET, "{peer} \"{line}\" {} {bytes} {ms:.2}ms", self.status)
+                log::info!(target: TARGET, "{peer} \"{line}\" {status} {bytes} {ms:.2}ms")
             }
-            None => log::info!(target: TARGET, "- \"{line}\" {} {bytes} {ms:.2}ms", self.status),
+            None => log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms"),
         }
         self.line.clear();
         self.started = None;
+    }
+}
+
+impl Drop for Entry {
+    /// An exchange that never ended (its client left mid-request, or the connection closed under
+    /// a response) is logged all the same, with the bytes the core knows of: none.
+    fn drop(&mut self) {
+        if !self.line.is_empty() {
+            self.log(0);
+        }
     }
 }

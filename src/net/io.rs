@@ -206,7 +206,9 @@ pub(crate) fn drain(stream: &mut (impl Read + ?Sized), linger: &mut Linger) -> b
 }
 
 /// Sends `len` bytes of `file` from its current position, each wait for the socket bounded by
-/// the response's minimum rate. False when the file ends early or the stream fails. On Linux a
+/// the response's minimum rate; `bytes` counts what went out. `Ok(false)` when the file ends
+/// early or the peer went away; `Err` when a write failed (`TimedOut`: the client took the bytes
+/// slower than the minimum rate). On Linux a
 /// transport that writes bytes unchanged gets them by `sendfile(2)` (from the page cache to the
 /// socket without passing through user space); otherwise they are read and written in pieces.
 pub(crate) fn send_file(
@@ -214,12 +216,13 @@ pub(crate) fn send_file(
     file: &std::fs::File,
     len: u64,
     meter: &mut Meter,
-) -> bool {
+    bytes: &mut u64,
+) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     if let Some(fd) = stream.sendfile_fd() {
-        return sendfile(fd, file, len, meter);
+        return sendfile(fd, file, len, meter, bytes);
     }
-    copy_file(stream, file, len, meter)
+    copy_file(stream, file, len, meter, bytes)
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -228,26 +231,26 @@ fn sendfile(
     file: &std::fs::File,
     len: u64,
     meter: &mut Meter,
-) -> bool {
-    let mut left = len;
-    while left > 0 {
-        let chunk = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+    bytes: &mut u64,
+) -> io::Result<bool> {
+    while *bytes < len {
+        let chunk = usize::try_from((len - *bytes).min(1 << 30)).unwrap_or(1 << 30);
         match rustix::fs::sendfile(out, file, None, chunk) {
-            Ok(0) => return false,
+            Ok(0) => return Ok(false),
             Ok(n) => {
                 meter.moved(Instant::now(), n);
-                left = left.saturating_sub(n as u64);
+                *bytes = bytes.saturating_add(n as u64);
             }
             Err(rustix::io::Errno::AGAIN) => {
                 if wait(&out, true, meter.deadline(Instant::now()), None).is_err() {
-                    return false;
+                    return Err(timed_out());
                 }
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return false,
+            Err(_) => return Ok(false),
         }
     }
-    true
+    Ok(true)
 }
 
 /// Sends `len` bytes of `file` from its current position by reading and writing pieces.
@@ -256,20 +259,18 @@ fn copy_file(
     mut file: &std::fs::File,
     len: u64,
     meter: &mut Meter,
-) -> bool {
-    let mut left = len;
+    bytes: &mut u64,
+) -> io::Result<bool> {
     let mut piece = vec![0u8; 64 * 1024];
-    while left > 0 {
-        let want = usize::try_from(left.min(piece.len() as u64)).unwrap_or(piece.len());
+    while *bytes < len {
+        let want = usize::try_from((len - *bytes).min(piece.len() as u64)).unwrap_or(piece.len());
         match file.read(&mut piece[..want]) {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return Ok(false),
             Ok(n) => {
-                if write_all(stream, &piece[..n], meter).is_err() {
-                    return false;
-                }
-                left -= n as u64;
+                write_all(stream, &piece[..n], meter)?;
+                *bytes = bytes.saturating_add(n as u64);
             }
         }
     }
-    true
+    Ok(true)
 }

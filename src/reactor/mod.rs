@@ -40,7 +40,7 @@ use polling::Poller;
 use crate::engine::{Control, Running};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
-use crate::stats::{Stats, StatsHandle};
+use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
 
@@ -91,7 +91,7 @@ pub struct Builder {
     accept: Accept,
     cfg: Config,
     /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
-    stats: Option<StatsHandle>,
+    stats: HandleSlot,
 }
 
 impl Default for Builder {
@@ -110,7 +110,7 @@ impl Default for Builder {
                 wrap: Wrap::Plain,
                 access_log: false,
             },
-            stats: None,
+            stats: HandleSlot::default(),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Builder {
 
     /// A handle that reads this reactor's [`Stats`] once it serves: made before `serve`, so
     /// the reactor's own handler can hold it (a `/stats` route). Every call gives the same
-    /// handle.
+    /// handle; a clone of the builder does not share it (take one from each builder you serve).
     ///
     /// ```no_run
     /// use twinhttp::{Response, handler_fn, reactor::Reactor};
@@ -214,7 +214,7 @@ impl Builder {
     /// # Ok::<(), twinhttp::Error>(())
     /// ```
     pub fn stats_handle(&mut self) -> StatsHandle {
-        self.stats.get_or_insert_with(StatsHandle::default).clone()
+        self.stats.get()
     }
 
     /// Binds `addr` (one `SO_REUSEPORT` listener per loop) and starts serving `handler`.
@@ -295,7 +295,7 @@ impl Builder {
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::new(listeners.len()));
-        control.publish_to(self.stats.as_ref());
+        control.publish_to(self.stats.handed_out());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
         let mut wakers = Vec::new();

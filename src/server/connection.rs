@@ -222,7 +222,8 @@ impl Connection {
 }
 
 /// A unit of work for a worker: a connection with a request head buffered, or a session with
-/// something to do. Made only through `From`, which counts an HTTP connection as queued.
+/// something to do. Made only through `From`, which counts an HTTP connection as queued (a
+/// whole head buffered) or still waiting on its client.
 pub(crate) struct Job(Connection);
 
 impl Job {
@@ -235,7 +236,9 @@ impl From<Connection> for Job {
     #[inline]
     fn from(mut conn: Connection) -> Job {
         if conn.session().is_none() {
-            conn.set_activity(Activity::Queued);
+            // Queued only with a whole head buffered: a connection handed over before its
+            // client sent anything (parking off) still waits for it.
+            conn.settle();
         }
         Job(conn)
     }

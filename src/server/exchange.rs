@@ -27,11 +27,7 @@ pub(super) fn pump(
     if let BodyKind::File(file, len) = kind {
         // The head goes first; the bytes bypass the encoder (a file body has a length).
         flush(&mut *stream, out, sent)?;
-        let done = io::send_file(&mut *stream, &file, len, sent);
-        if done {
-            *bytes = len;
-        }
-        return Ok(done);
+        return io::send_file(&mut *stream, &file, len, sent, bytes);
     }
     let mut body = Streaming::new(encoder, kind);
     loop {

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{Control, Running};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
-use crate::stats::{Stats, StatsHandle};
+use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
 /// What the thread-pool engine parks: connections that wait in its poller, watched by one thread,
@@ -81,7 +81,7 @@ pub struct Builder {
     wrap: Wrap,
     access_log: bool,
     /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
-    stats: Option<StatsHandle>,
+    stats: HandleSlot,
 }
 
 impl Default for Builder {
@@ -100,7 +100,7 @@ impl Default for Builder {
             limits: Limits::default(),
             wrap: Wrap::Plain,
             access_log: false,
-            stats: None,
+            stats: HandleSlot::default(),
         }
     }
 }
@@ -200,7 +200,8 @@ impl Builder {
     }
 
     /// A handle that reads this server's [`Stats`] once it serves: made before `serve`, so the
-    /// server's own handler can hold it (a `/stats` route). Every call gives the same handle.
+    /// server's own handler can hold it (a `/stats` route). Every call gives the same handle; a
+    /// clone of the builder does not share it (take one from each builder you serve).
     ///
     /// ```no_run
     /// use twinhttp::{Response, handler_fn, server::Server};
@@ -214,7 +215,7 @@ impl Builder {
     /// # Ok::<(), twinhttp::Error>(())
     /// ```
     pub fn stats_handle(&mut self) -> StatsHandle {
-        self.stats.get_or_insert_with(StatsHandle::default).clone()
+        self.stats.get()
     }
 
     /// Binds `addr` and starts serving `handler`.
@@ -261,7 +262,7 @@ impl Builder {
         let address = listener.address()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::new(0));
-        control.publish_to(self.stats.as_ref());
+        control.publish_to(self.stats.handed_out());
         let parker = if self.parking != Parking::Off {
             let reads = head::HeadReads {
                 limits: self.limits,

@@ -248,7 +248,14 @@ impl Connection {
     pub(crate) fn release_all(&mut self, pools: &mut Pools) {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Partial(bytes) => pools.give_read(bytes),
-            Phase::Busy(busy) => busy.release(pools),
+            Phase::Busy(busy) => {
+                // A streamed body cut off (its client left, or took it too slowly): the
+                // exchange ends here, with what was sent.
+                if let Exchange::Streaming(st) = &busy.at {
+                    self.http.streamed(st.sent());
+                }
+                busy.release(pools);
+            }
             Phase::Session {
                 input: Some(bytes), ..
             } => pools.give_read(bytes),
