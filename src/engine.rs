@@ -11,7 +11,7 @@ use slab::Slab;
 
 use crate::http::session::Wake;
 use crate::net::transport::Address;
-use crate::stats::{Activity, Counters, Stats, StatsHandle};
+use crate::stats::{Activity, Counters, Refusal, Stats, StatsHandle};
 use crate::{Error, ErrorKind};
 
 impl Wake for Poller {
@@ -80,12 +80,12 @@ impl Control {
     /// Counts a new connection; `None` (and nothing counted) when `max` are already open.
     pub(crate) fn admit(self: &Arc<Self>, max: usize) -> Option<OpenGuard> {
         let open = self.open.fetch_add(1, Ordering::AcqRel);
+        self.counters.accepted();
         if open >= max {
             self.open.fetch_sub(1, Ordering::AcqRel);
-            self.counters.accepted(false);
+            self.counters.refused(Refusal::OverCapacity);
             return None;
         }
-        self.counters.accepted(true);
         self.counters.enter(Activity::Waiting);
         Some(OpenGuard {
             control: self.clone(),

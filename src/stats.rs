@@ -107,8 +107,8 @@ struct Slot {
 /// The counters of one running engine, shared by its threads (in its `Control`).
 pub(crate) struct Counters {
     slots: Box<[CachePadded<Slot>; SLOTS]>,
+    /// Connections accepted (`handled`, nginx's, is these less those over capacity).
     accepted: AtomicU64,
-    handled: AtomicU64,
     panics: AtomicU64,
     over_capacity: AtomicU64,
     header_timeouts: AtomicU64,
@@ -139,7 +139,6 @@ impl Counters {
         Counters {
             slots: Box::new(std::array::from_fn(|_| CachePadded::new(Slot::default()))),
             accepted: AtomicU64::new(0),
-            handled: AtomicU64::new(0),
             panics: AtomicU64::new(0),
             over_capacity: AtomicU64::new(0),
             header_timeouts: AtomicU64::new(0),
@@ -158,14 +157,10 @@ impl Counters {
         &self.slots[slot_index() & (SLOTS - 1)]
     }
 
-    /// A connection was accepted; `admitted`: under `max_connections` (else refused).
-    pub(crate) fn accepted(&self, admitted: bool) {
+    /// A connection was accepted (one over `max_connections` is then also refused,
+    /// [`Refusal::OverCapacity`]).
+    pub(crate) fn accepted(&self) {
         self.accepted.fetch_add(1, Relaxed);
-        if admitted {
-            self.handled.fetch_add(1, Relaxed);
-        } else {
-            self.refused(Refusal::OverCapacity);
-        }
     }
 
     /// A request head was read in full.
@@ -256,9 +251,12 @@ impl Counters {
                 refused.push((Refusal::Status(status), n));
             }
         }
+        let over_capacity = self.over_capacity.load(Relaxed);
+        // Read after the refusals: a connection refused meanwhile is not handled twice over.
+        let accepted = self.accepted.load(Relaxed).max(over_capacity);
         Stats {
-            accepted: self.accepted.load(Relaxed),
-            handled: self.handled.load(Relaxed),
+            accepted,
+            handled: accepted - over_capacity,
             requests,
             active: active as u64,
             waiting: gauge(Activity::Waiting),
@@ -420,8 +418,9 @@ mod tests {
         c.refused(Refusal::Status(431));
         c.refused(Refusal::Status(431));
         c.refused(Refusal::Status(200)); // never counted: not an error status
-        c.accepted(false);
-        c.accepted(true);
+        c.accepted();
+        c.refused(Refusal::OverCapacity);
+        c.accepted();
         let s = c.snapshot(0, 0);
         assert_eq!(s.refusals(Refusal::Status(431)), 2);
         assert_eq!(s.refusals(Refusal::OverCapacity), 1);

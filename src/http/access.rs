@@ -18,6 +18,20 @@ use crate::net::transport::Address;
 /// The `log` target of the access log.
 pub(crate) const TARGET: &str = "twinhttp::access";
 
+/// Whether a connection's exchanges are logged: the builders' `access_log` setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Logging {
+    #[default]
+    Off,
+    On,
+}
+
+impl From<bool> for Logging {
+    fn from(on: bool) -> Self {
+        if on { Logging::On } else { Logging::Off }
+    }
+}
+
 /// A connection's access log.
 #[derive(Debug, Default)]
 pub(crate) enum AccessLog {

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::Limits;
-use crate::http::access::AccessLog;
+use crate::http::access::{AccessLog, Logging};
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
@@ -144,12 +144,12 @@ impl Conn {
         }
     }
 
-    /// A connection, logged when `access_log` is on.
+    /// A connection, logged or not.
     #[inline]
-    pub(crate) fn new(access_log: bool, peer: Option<&Address>) -> Self {
-        match access_log {
-            true => Conn::logged(peer.cloned()),
-            false => Conn::default(),
+    pub(crate) fn new(logging: Logging, peer: Option<&Address>) -> Self {
+        match logging {
+            Logging::On => Conn::logged(peer.cloned()),
+            Logging::Off => Conn::default(),
         }
     }
 

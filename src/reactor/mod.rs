@@ -38,6 +38,7 @@ use std::time::Duration;
 use polling::Poller;
 
 use crate::engine::{Control, Running};
+use crate::http::access::Logging;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -80,7 +81,7 @@ pub(crate) struct Config {
     pub(crate) limits: Limits,
     /// Plain, or TLS ([`Builder::tls`]).
     pub(crate) wrap: Wrap,
-    pub(crate) access_log: bool,
+    pub(crate) access_log: Logging,
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.
@@ -108,7 +109,7 @@ impl Default for Builder {
                 min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
                 wrap: Wrap::Plain,
-                access_log: false,
+                access_log: Logging::Off,
             },
             stats: HandleSlot::default(),
         }
@@ -194,7 +195,7 @@ impl Builder {
     /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
     /// nothing. Default: off.
     pub fn access_log(mut self, on: bool) -> Self {
-        self.cfg.access_log = on;
+        self.cfg.access_log = Logging::from(on);
         self
     }
 

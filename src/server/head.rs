@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::connection::{Connection, Wait};
 use crate::Limits;
 use crate::deadline;
+use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn, Late};
 use crate::http::linger::Linger;
@@ -53,7 +54,7 @@ pub(crate) struct HeadReads {
     pub(crate) header_read_timeout: Duration,
     pub(crate) buffers: Buffers,
     /// A `408` answered here goes to the access log too.
-    pub(crate) access_log: bool,
+    pub(crate) access_log: Logging,
 }
 
 /// What reading a parked connection came to.

@@ -39,6 +39,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running};
+use crate::http::access::Logging;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -79,7 +80,7 @@ pub struct Builder {
     limits: Limits,
     /// Plain, or TLS ([`Builder::tls`]).
     wrap: Wrap,
-    access_log: bool,
+    access_log: Logging,
     /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
     stats: HandleSlot,
 }
@@ -99,7 +100,7 @@ impl Default for Builder {
             park_linger: Duration::ZERO,
             limits: Limits::default(),
             wrap: Wrap::Plain,
-            access_log: false,
+            access_log: Logging::Off,
             stats: HandleSlot::default(),
         }
     }
@@ -195,7 +196,7 @@ impl Builder {
     /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
     /// nothing. Default: off.
     pub fn access_log(mut self, on: bool) -> Self {
-        self.access_log = on;
+        self.access_log = Logging::from(on);
         self
     }
 

@@ -226,9 +226,7 @@ fn head<H>(
                 return Head::Refused;
             }
         }
-        if s.write_out(conn.stream(), &shared.control.counters)
-            .is_err()
-        {
+        if s.write_out(conn.stream(), counters).is_err() {
             return Head::Gone;
         }
         match more_head(shared, conn, &mut s.read, due) {
@@ -393,9 +391,7 @@ fn respond<H: Handler>(
                 rate: cfg.min_response_rate,
                 encoder,
             });
-            if s.write_out(conn.stream(), &shared.control.counters)
-                .is_err()
-            {
+            if s.write_out(conn.stream(), counters).is_err() {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();
@@ -404,9 +400,7 @@ fn respond<H: Handler>(
             return Responded::Left(None);
         }
         After::Detach(then) => {
-            if s.write_out(conn.stream(), &shared.control.counters)
-                .is_err()
-            {
+            if s.write_out(conn.stream(), counters).is_err() {
                 return Responded::Gone;
             }
             let leftover = s.read.filled().to_vec();

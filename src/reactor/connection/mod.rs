@@ -22,6 +22,7 @@ use crate::Handler;
 use crate::MinRate;
 use crate::deadline;
 use crate::engine::OpenGuard;
+use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Close, Conn, Late};
 use crate::http::linger::Linger;
@@ -126,7 +127,7 @@ impl Connection {
         peer: Address,
         now: Instant,
         open: OpenGuard,
-        access_log: bool,
+        access_log: Logging,
     ) -> Self {
         Connection {
             socket,
