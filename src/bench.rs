@@ -79,7 +79,7 @@ impl Source for Feed<'_> {
         buf.filled_by(n);
         Ok(n)
     }
-    fn send_continue(&mut self) -> io::Result<()> {
+    fn send_interim(&mut self, _: &[u8]) -> io::Result<()> {
         Ok(())
     }
 }
@@ -122,13 +122,14 @@ impl Pipeline {
             spare[..n].copy_from_slice(&rest[..n]);
             self.buf.filled_by(n);
             rest = &rest[n..];
-            let decoder = match self.conn.recv_head(
-                &mut self.buf,
-                &mut self.head,
-                &self.limits,
-                &self.counters,
-            ) {
-                Ok(Some(d)) => d,
+            let decoder = match self
+                .conn
+                .recv_head(&mut self.buf, &mut self.head, &self.limits)
+            {
+                Ok(Some(d)) => {
+                    self.counters.request();
+                    d
+                }
                 Ok(None) if !rest.is_empty() => continue,
                 _ => return answered,
             };
@@ -137,14 +138,8 @@ impl Pipeline {
             let mut sink = [0u8; 4096];
             while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
             rest = reader.source.0;
-            self.conn.write_response(
-                &self.head,
-                answered_now.response,
-                true,
-                false,
-                &mut self.out,
-                &self.counters,
-            );
+            self.conn
+                .write_response(&self.head, answered_now, true, false, &mut self.out);
             answered += 1;
             if self.conn.is_closing() || (self.buf.is_empty() && rest.is_empty()) {
                 return answered;

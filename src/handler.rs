@@ -4,8 +4,9 @@ use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use crate::http::address::Address;
+use crate::http::conn::Answer;
 use crate::http::request::RequestHead;
-use crate::net::transport::Address;
 use crate::stats::Counters;
 use crate::{Request, Response};
 
@@ -80,14 +81,8 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
     }
 }
 
-/// A handler's answer to one request, as every engine needs it.
-pub(crate) struct Answer {
-    pub(crate) response: Response,
-    /// The handler panicked; `response` is a 500 and the connection must close.
-    pub(crate) panicked: bool,
-}
-
-/// Runs `handler` for one request. A panic is caught, logged, counted and answered with a 500,
+/// Runs `handler` for one request. A panic is caught, logged and counted (the core answers it
+/// with a 500 and closes the connection),
 /// so it costs one request and never an engine thread.
 pub(crate) fn answer<H: Handler + ?Sized>(
     handler: &H,
@@ -100,17 +95,11 @@ pub(crate) fn answer<H: Handler + ?Sized>(
         handler.handle(&mut Request::new(head, body, peer))
     }));
     match outcome {
-        Ok(response) => Answer {
-            response,
-            panicked: false,
-        },
+        Ok(response) => Answer::Returned(response),
         Err(_) => {
             counters.panicked();
             log::error!("handler panicked; answering 500");
-            Answer {
-                response: Response::new(500),
-                panicked: true,
-            }
+            Answer::Panicked
         }
     }
 }

@@ -123,6 +123,8 @@ mod router;
 mod serve_dir;
 pub mod sse;
 pub mod stats;
+mod transport;
+mod upgraded;
 pub mod ws;
 
 #[cfg(feature = "server")]
@@ -153,7 +155,7 @@ pub use http::response::{Body, HeaderText, Response};
 pub use json::{JsonError, JsonErrorKind};
 pub use limits::Limits;
 pub use net::transport::{Address, Listener, Transport};
-pub use net::upgrade::Upgraded;
 pub use rate::MinRate;
 pub use router::Router;
 pub use serve_dir::ServeDir;
+pub use upgraded::Upgraded;

@@ -481,8 +481,8 @@ impl Session for SseConn {
         false
     }
 
-    fn activity(&self) -> crate::stats::Activity {
-        crate::stats::Activity::EventStream
+    fn kind(&self) -> crate::http::session::Kind {
+        crate::http::session::Kind::EventStream
     }
 }
 

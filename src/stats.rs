@@ -34,21 +34,7 @@ mod publish;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use publish::publish;
 
-/// Why the engine answered or closed a connection itself, without its handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// A connection over `max_connections`: answered `503` (closed, over TLS) at accept.
-    OverCapacity,
-    /// A request head that did not arrive in full within the header-read timeout: `408`.
-    HeaderTimeout,
-    /// A request body that arrived slower than its minimum rate (`408`), or a client that took
-    /// a response slower than its minimum rate (closed).
-    TooSlow,
-    /// Any other status the engine answered itself: `400` (malformed), `413`, `414`, `417`,
-    /// `426`, `431`, `501`, `505`, and `503` for a WebSocket or event stream refused at shutdown.
-    Status(u16),
-}
+pub use crate::http::refusal::Refusal;
 
 /// What an open connection is doing; each is counted in exactly one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +56,15 @@ pub(crate) enum Activity {
     EventStream,
     /// Taken over by a handler's upgrade, on a thread of its own.
     Upgraded,
+}
+
+impl From<crate::http::session::Kind> for Activity {
+    fn from(kind: crate::http::session::Kind) -> Self {
+        match kind {
+            crate::http::session::Kind::WebSocket => Activity::WebSocket,
+            crate::http::session::Kind::EventStream => Activity::EventStream,
+        }
+    }
 }
 
 const ACTIVITIES: usize = 8;

@@ -52,7 +52,29 @@ fn no_continue_when_body_already_sent(engine: Engine) {
     );
 }
 
+/// RFC 9110 §10.1.1: a server MUST ignore `Expect: 100-continue` in an HTTP/1.0 request. The
+/// client sends its head and waits: no interim response comes (a 1.1 client, above, gets one
+/// without sending anything more), and once the body follows the final answer is the first
+/// thing it reads.
+fn no_continue_for_http10(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = Client::new(srv.addr);
+    c.send(b"POST /echo HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    c.read_timeout(Duration::from_millis(300));
+    let mut first = [0u8; 1];
+    assert!(
+        c.reader.read(&mut first).is_err(),
+        "nothing may come before the body: an HTTP/1.0 client is sent no 100 Continue"
+    );
+    c.read_timeout(Duration::from_secs(5));
+    c.send(b"hello");
+    let r = c.response();
+    assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+    assert!(r.closes(), "HTTP/1.0 without keep-alive closes");
+}
+
 engine_tests!(
+    no_continue_for_http10,
     continue_sent_when_handler_reads,
     no_continue_when_handler_does_not_read,
     no_continue_when_body_already_sent,

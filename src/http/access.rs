@@ -12,8 +12,8 @@
 use std::fmt::Write;
 use std::time::Instant;
 
+use crate::http::address::Address;
 use crate::http::request::{RequestHead, Version};
-use crate::net::transport::Address;
 
 /// The `log` target of the access log.
 pub(crate) const TARGET: &str = "twinhttp::access";

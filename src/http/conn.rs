@@ -5,17 +5,17 @@ use std::io::Write;
 
 use crate::Limits;
 use crate::http::access::{AccessLog, Logging};
+use crate::http::address::Address;
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
 use crate::http::parse::{ParseError, parse_head};
+use crate::http::refusal::Refusal;
 use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::reason;
-use crate::net::transport::Address;
-use crate::net::upgrade::Upgraded;
-use crate::stats::{Counters, Refusal};
+use crate::upgraded::Upgraded;
 
 /// Where a connection is between messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,10 +45,24 @@ pub(crate) enum Close {
     Abort,
 }
 
+/// A handler's answer to a request, as the engine that ran it reports it. What a panic means
+/// for the connection (a `500`, then close) is the core's to decide, in
+/// [`Conn::write_response`].
+pub(crate) enum Answer {
+    /// The handler returned this response.
+    Returned(Response),
+    /// The handler panicked (the engine caught it, counted and logged it).
+    Panicked,
+}
+
 /// What is left to do after a response head (and any full body) was written.
 pub(crate) enum After {
     /// Nothing: the response is complete.
     Done,
+    /// The response could not be given as asked (an upgrade the request does not allow, a
+    /// session at shutdown): an error response was written instead, and the connection closes.
+    /// The engine counts the refusal.
+    Refused(Refusal),
     /// A streamed body, to write through its encoder as the socket takes it.
     Stream(Encoder, BodyKind),
     /// Once the head is out, a session takes the connection over (an event stream after its
@@ -160,20 +174,18 @@ impl Conn {
     /// Tries to parse a request head from the front of `buf`. On success the head's bytes are
     /// consumed, `head` is filled, and the returned decoder frames the body that follows.
     /// `Ok(None)`: more bytes are needed. `Err`: answer with [`Conn::write_error`] and close.
-    /// A head read in full counts as a request.
+    /// (The engine counts a head read in full as a request.)
     pub(crate) fn recv_head(
         &mut self,
         buf: &mut ReadBuf,
         head: &mut RequestHead,
         limits: &Limits,
-        counters: &Counters,
     ) -> Result<Option<Decoder>, ParseError> {
         debug_assert_eq!(self.state, State::Head);
         match parse_head(buf.filled(), limits, head) {
             Ok(Some(n)) => {
                 buf.consume(n);
                 self.state = State::Responding;
-                counters.request();
                 self.access.head(head);
                 Ok(Some(Decoder::new(head.body, limits.max_body_bytes)))
             }
@@ -278,18 +290,22 @@ impl Conn {
 
     /// Writes the response: its head and, for a body known in full, the body. Returns what is
     /// left: a streamed body to write through its encoder, piece by piece as the engine's
-    /// socket takes it (then [`Conn::streamed`]), or a protocol switch.
+    /// socket takes it (then [`Conn::streamed`]), or a protocol switch. A handler that panicked
+    /// is answered `500` and the connection closes: its state is not to be trusted.
     pub(crate) fn write_response(
         &mut self,
         head: &RequestHead,
-        mut resp: Response,
+        answer: Answer,
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-        counters: &Counters,
     ) -> After {
+        let (mut resp, closing) = match answer {
+            Answer::Returned(resp) => (resp, closing),
+            Answer::Panicked => (Response::new(500), true),
+        };
         if matches!(resp.body().kind, BodyKind::Switch(_)) {
-            return self.write_switch(head, resp, body_in_sync, closing, out, counters);
+            return self.write_switch(head, resp, body_in_sync, closing, out);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
         let sent = match resp.take_body().kind {
@@ -321,7 +337,6 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-        counters: &Counters,
     ) -> After {
         let refusal = if closing {
             Some(503)
@@ -333,8 +348,7 @@ impl Conn {
             None
         };
         if let Some(status) = refusal {
-            self.write_error(status, out, counters);
-            return After::Done;
+            return After::Refused(self.write_error(status, out));
         }
         let BodyKind::Switch(switch) = resp.take_body().kind else {
             return After::Done;
@@ -372,38 +386,44 @@ impl Conn {
         self.state = State::Closing(Close::Abort);
     }
 
+    /// The engine reads `head`'s body now, before its handler runs (the reactor reads every
+    /// body whole): a client holding it back for `100 Continue` is told to send it, unless part
+    /// of it came already (`buffered`). The parser keeps the expectation for HTTP/1.1 only.
+    pub(crate) fn body_wanted(&self, head: &RequestHead, buffered: &ReadBuf, out: &mut Vec<u8>) {
+        if head.expect_continue && buffered.is_empty() {
+            out.extend_from_slice(CONTINUE);
+        }
+    }
+
     /// True once the response being written is the last.
     pub(crate) fn is_closing(&self) -> bool {
         matches!(self.state, State::Closing(_))
     }
 
     /// The deadline for a request passed. Once any of it came (part of a head, or a head and
-    /// part of its body) the client is answered `408` and the close lingers, counted as a
-    /// refusal for its reason; a connection that sent nothing of its next request just closes.
-    pub(crate) fn request_timed_out(
-        &mut self,
-        late: Late,
-        out: &mut Vec<u8>,
-        counters: &Counters,
-    ) -> Close {
+    /// part of its body) the client is answered `408` and the close lingers: the refusal, for
+    /// its reason, is returned for the engine to count. A connection that sent nothing of its
+    /// next request just closes (`None`).
+    #[must_use = "a refusal is counted by the engine"]
+    pub(crate) fn request_timed_out(&mut self, late: Late, out: &mut Vec<u8>) -> Option<Refusal> {
         let why = match late {
             Late::Idle => {
                 self.state = State::Closing(Close::Now);
-                return Close::Now;
+                return None;
             }
             Late::Head => Refusal::HeaderTimeout,
             Late::Body => Refusal::TooSlow,
         };
-        counters.refused(why);
         self.error_response(408, out);
-        Close::Linger
+        Some(why)
     }
 
     /// Writes a complete error response that closes the connection, lingering: the client may
-    /// still be sending the request that failed. Counted as a refusal with its status.
-    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>, counters: &Counters) {
-        counters.refused(Refusal::Status(status));
+    /// still be sending the request that failed. Returns the refusal, for the engine to count.
+    #[must_use = "a refusal is counted by the engine"]
+    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>) -> Refusal {
         self.error_response(status, out);
+        Refusal::Status(status)
     }
 
     fn error_response(&mut self, status: u16, out: &mut Vec<u8>) {
@@ -422,7 +442,7 @@ impl Conn {
     }
 }
 
-/// `100 Continue`, sent when a handler starts reading a body the client is holding back.
+/// `100 Continue`, sent when a body the client is holding back is first needed.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
@@ -473,15 +493,10 @@ mod tests {
         buf.push(req);
         let mut head = RequestHead::default();
         let mut conn = Conn::default();
-        let dec = conn.recv_head(
-            &mut buf,
-            &mut head,
-            &Limits::default(),
-            &Counters::default(),
-        );
+        let dec = conn.recv_head(&mut buf, &mut head, &Limits::default());
         assert!(matches!(dec, Ok(Some(_))), "{dec:?}");
         let mut out = Vec::new();
-        conn.write_response(&head, resp, true, false, &mut out, &Counters::default());
+        conn.write_response(&head, Answer::Returned(resp), true, false, &mut out);
         (String::from_utf8_lossy(&out).into_owned(), conn.state())
     }
 
@@ -609,12 +624,7 @@ mod tests {
         buf.push(GET11);
         let mut head = RequestHead::default();
         let mut conn = Conn::default();
-        let _ = conn.recv_head(
-            &mut buf,
-            &mut head,
-            &Limits::default(),
-            &Counters::default(),
-        );
+        let _ = conn.recv_head(&mut buf, &mut head, &Limits::default());
         let mut out = Vec::new();
         conn.write_head(&head, &Response::new(200), false, false, &mut out);
         assert_eq!(conn.state(), State::Closing(Close::Linger));
@@ -625,7 +635,7 @@ mod tests {
     fn error_response_closes() {
         let mut conn = Conn::default();
         let mut out = Vec::new();
-        conn.write_error(431, &mut out, &Counters::default());
+        assert_eq!(conn.write_error(431, &mut out), Refusal::Status(431));
         let s = String::from_utf8_lossy(&out);
         assert!(
             s.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
@@ -657,7 +667,7 @@ mod proptests {
             buf.filled_by(n);
             Ok(n)
         }
-        fn send_continue(&mut self) -> std::io::Result<()> {
+        fn send_interim(&mut self, _: &[u8]) -> std::io::Result<()> {
             Ok(())
         }
     }
@@ -675,7 +685,7 @@ mod proptests {
         let mut out = Vec::new();
         let mut answered = 0;
         loop {
-            let dec = match conn.recv_head(&mut buf, &mut head, &limits, &Counters::default()) {
+            let dec = match conn.recv_head(&mut buf, &mut head, &limits) {
                 Ok(Some(d)) => d,
                 Ok(None) if !rest.is_empty() => {
                     let n = rest.len().min(7);
@@ -685,7 +695,7 @@ mod proptests {
                 }
                 Ok(None) => return answered,
                 Err(e) => {
-                    conn.write_error(e.status(), &mut out, &Counters::default());
+                    let _ = conn.write_error(e.status(), &mut out);
                     return answered;
                 }
             };

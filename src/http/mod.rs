@@ -2,6 +2,7 @@
 //! threads or timers here; both engines drive it, so both behave the same by construction.
 
 pub(crate) mod access;
+pub(crate) mod address;
 pub(crate) mod body;
 pub(crate) mod buf;
 pub(crate) mod conn;
@@ -14,6 +15,7 @@ pub(crate) mod percent;
 pub(crate) mod query;
 #[cfg(any(feature = "server", feature = "bench-internals", test))]
 pub(crate) mod reader;
+pub(crate) mod refusal;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod session;

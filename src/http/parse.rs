@@ -112,6 +112,9 @@ pub(crate) fn parse_head(
         rules.see(h.name, h.value, head)?;
     }
     head.body = rules.finish(version, limits)?;
+    // RFC 9110 §10.1.1: a server MUST ignore a 100-continue expectation in an HTTP/1.0 request
+    // (a 1.0 client knows no interim responses).
+    head.expect_continue &= version == Version::Http11;
     Ok(Some(len))
 }
 
@@ -547,6 +550,42 @@ mod tests {
             let got = parse(input).map_err(ParseError::status);
             let shown: String = String::from_utf8_lossy(input).chars().take(120).collect();
             assert_eq!(got, Err(*status), "{shown:?}");
+        }
+    }
+
+    /// RFC 9110 §10.1.1: `Expect: 100-continue` is kept for HTTP/1.1 and ignored in a 1.0
+    /// request (whose client knows no interim response); another expectation is 417 in both.
+    #[test]
+    fn a_continue_expectation_is_kept_for_http11_only() {
+        let cases: &[(&[u8], Result<bool, u16>)] = &[
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-continue\r\n\r\n",
+                Ok(true),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-Continue \r\n\r\n",
+                Ok(true),
+            ),
+            (
+                b"POST / HTTP/1.0\r\nContent-Length: 1\r\nExpect: 100-continue\r\n\r\n",
+                Ok(false),
+            ),
+            (
+                b"POST / HTTP/1.0\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+                Ok(false),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n",
+                Ok(false),
+            ),
+            (b"POST / HTTP/1.0\r\nExpect: other\r\n\r\n", Err(417)),
+        ];
+        for (input, want) in cases {
+            let mut head = RequestHead::default();
+            let got = parse_head(input, &Limits::default(), &mut head)
+                .map(|_| head.expect_continue)
+                .map_err(|e| e.status());
+            assert_eq!(&got, want, "{}", String::from_utf8_lossy(input));
         }
     }
 

@@ -8,6 +8,7 @@ use std::io::{self, Read};
 use crate::error::Error;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
+use crate::http::conn::CONTINUE;
 use crate::http::parse::ParseError;
 
 /// Where a streaming body reader gets more bytes from: the engine's socket (with its deadlines),
@@ -15,8 +16,8 @@ use crate::http::parse::ParseError;
 pub(crate) trait Source {
     /// Reads more bytes into `buf`. `Ok(0)` means the peer closed.
     fn fill(&mut self, buf: &mut ReadBuf) -> io::Result<usize>;
-    /// Writes `100 Continue` to the peer.
-    fn send_continue(&mut self) -> io::Result<()>;
+    /// Writes an interim response (`100 Continue`, as the reader decides) to the peer.
+    fn send_interim(&mut self, interim: &[u8]) -> io::Result<()>;
 }
 
 /// How a body read ended, which decides whether the connection can be kept.
@@ -125,7 +126,7 @@ impl<S: Source> Read for BodyReader<'_, S> {
             }
             if self.expect_continue {
                 self.expect_continue = false;
-                if let Err(e) = self.source.send_continue() {
+                if let Err(e) = self.source.send_interim(CONTINUE) {
                     self.end = BodyEnd::Broken;
                     return Err(e);
                 }
@@ -161,7 +162,7 @@ mod tests {
         fn fill(&mut self, _: &mut ReadBuf) -> io::Result<usize> {
             Ok(0)
         }
-        fn send_continue(&mut self) -> io::Result<()> {
+        fn send_interim(&mut self, _: &[u8]) -> io::Result<()> {
             self.0 += 1;
             Ok(())
         }

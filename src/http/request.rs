@@ -4,7 +4,7 @@ use std::fmt;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 
-use crate::net::transport::Address;
+use crate::http::address::Address;
 
 /// Path parameters a handler in front of the one that answers matched for it (a
 /// [`Router`](crate::Router)'s): names borrowed from the routes, values from the request's path.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::Read;
 
 use crate::http::session::Takeover;
-use crate::net::upgrade::Upgraded;
+use crate::upgraded::Upgraded;
 
 /// A header name or value: borrowed `'static` text costs no allocation.
 pub type HeaderText = Cow<'static, str>;

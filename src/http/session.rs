@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::MinRate;
+use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
-use crate::net::transport::Address;
 
 /// Wakes the engine that drives a session, from any thread (a sender pushed, or shutdown
 /// began).
@@ -155,8 +155,17 @@ pub(crate) trait Session: Send {
     /// bytes left there belong to it; an event stream only watches for the end of its client's
     /// input and is driven with an empty buffer.
     fn keeps_input(&self) -> bool;
-    /// What the live counters count it as (a WebSocket, an event stream).
-    fn activity(&self) -> crate::stats::Activity;
+    /// What protocol it is (the live counters count each apart).
+    fn kind(&self) -> Kind;
+}
+
+/// The protocols that take a connection over as a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A WebSocket, after its `101`.
+    WebSocket,
+    /// An event stream, after its response head.
+    EventStream,
 }
 
 /// What an engine gives a session when it starts it.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::inbox::Inbox;
-use crate::handler::{Answer, answer};
+use crate::handler::answer;
+use crate::http::conn::Answer;
 
 use crate::Handler;
 use crate::http::request::RequestHead;

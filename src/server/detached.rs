@@ -26,7 +26,7 @@ pub(crate) fn detach_session(
     mut open: OpenGuard,
     waiter: Arc<Waiter>,
 ) {
-    open.set(session.activity());
+    open.set(session.kind().into());
     let ctl = control.clone();
     let spawned = control.spawn_detached("twinhttp-session", move || {
         let _open = open;

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{CONTINUE, Encoder};
+use crate::http::conn::Encoder;
 use crate::http::reader::Source;
 use crate::http::response::BodyKind;
 use crate::http::stream::Streaming;
@@ -74,8 +74,8 @@ impl Source for SocketSource<'_> {
         Ok(n)
     }
 
-    fn send_continue(&mut self) -> std::io::Result<()> {
-        self.out.extend_from_slice(CONTINUE);
+    fn send_interim(&mut self, interim: &[u8]) -> std::io::Result<()> {
+        self.out.extend_from_slice(interim);
         flush(&mut *self.stream, self.out, self.sent)
     }
 }

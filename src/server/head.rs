@@ -15,7 +15,7 @@ use crate::Limits;
 use crate::deadline;
 use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{Close, Conn, Late};
+use crate::http::conn::{Conn, Late};
 use crate::http::linger::Linger;
 use crate::http::parse::head_ready;
 use crate::net::io;
@@ -153,9 +153,10 @@ pub(crate) fn expire(mut conn: Connection, cx: &HeadReads, now: Instant) -> Outc
     };
     let mut out = Vec::new();
     let mut http = Conn::new(cx.access_log, conn.peer.as_ref());
-    match http.request_timed_out(late, &mut out, conn.counters()) {
-        Close::Now | Close::Abort => Outcome::Close,
-        Close::Linger => {
+    match http.request_timed_out(late, &mut out) {
+        None => Outcome::Close,
+        Some(why) => {
+            conn.counters().refused(why);
             // A fresh error response fits the socket's buffer; what does not fit is lost with
             // the connection either way.
             let _ = conn.stream().write(&out);

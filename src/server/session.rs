@@ -44,7 +44,7 @@ enum Turn {
 impl Session {
     /// What the live counters count it as.
     pub(crate) fn activity(&self) -> crate::stats::Activity {
-        self.conn.activity()
+        self.conn.kind().into()
     }
 
     /// Starts the session a response handed over, woken through the parker.

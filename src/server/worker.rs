@@ -17,11 +17,13 @@ use super::exchange::{SocketSource, pump, too_slow};
 use super::head::{self, Outcome};
 use super::park::{Parker, Parking, WakeParked};
 use super::session::{self, Session};
+use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
-use crate::handler::{Answer, answer};
+use crate::handler::answer;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
+use crate::http::conn::Answer;
 use crate::http::conn::{After, Close, Conn, Late, State};
 use crate::http::reader::{BodyEnd, BodyReader};
 use crate::http::request::RequestHead;
@@ -32,7 +34,6 @@ use crate::net::upgrade::detach;
 use crate::rate::Meter;
 use crate::stats::{Activity, Counters};
 use crate::ws::WS_READ_BUF;
-use crate::{Handler, Response};
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -215,14 +216,15 @@ fn head<H>(
 ) -> Head {
     let counters = &shared.control.counters;
     loop {
-        match http.recv_head(&mut s.read, &mut s.head, &shared.config.limits, counters) {
+        match http.recv_head(&mut s.read, &mut s.head, &shared.config.limits) {
             Ok(Some(decoder)) => {
+                counters.request();
                 conn.set_activity(Activity::Writing);
                 return Head::Parsed(decoder);
             }
             Ok(None) => {}
             Err(e) => {
-                http.write_error(e.status(), &mut s.write, counters);
+                counters.refused(http.write_error(e.status(), &mut s.write));
                 return Head::Refused;
             }
         }
@@ -233,7 +235,9 @@ fn head<H>(
             More::Got => {}
             More::Park(wait) => return Head::Park(wait),
             More::TimedOut => {
-                http.request_timed_out(Late::Head, &mut s.write, counters);
+                if let Some(why) = http.request_timed_out(Late::Head, &mut s.write) {
+                    counters.refused(why);
+                }
                 return Head::Refused;
             }
             More::Closed => return Head::Gone,
@@ -243,10 +247,9 @@ fn head<H>(
 
 /// A handler's answer, with what the exchange needs to know to write it.
 struct Answered {
-    response: Response,
+    answer: Answer,
     /// The request body was read to its end: the next request's bytes follow.
     in_sync: bool,
-    panicked: bool,
 }
 
 /// How a handler step ended.
@@ -281,9 +284,8 @@ fn handle<H: Handler>(
         wait: true,
     };
     let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
-    let Answer { response, panicked } =
-        answer(&shared.handler, &s.head, &mut reader, peer, counters);
-    if reader.end == BodyEnd::Unread && !panicked {
+    let answer = answer(&shared.handler, &s.head, &mut reader, peer, counters);
+    if reader.end == BodyEnd::Unread && !matches!(answer, Answer::Panicked) {
         reader.source.wait = shared.parker.is_none();
         reader.drain(cfg.limits.max_drain_bytes);
     }
@@ -292,20 +294,18 @@ fn handle<H: Handler>(
         // Too large to drain, held back for `100 Continue`, or the handler panicked.
         BodyEnd::Unread => false,
         BodyEnd::Failed(e) => {
-            http.write_error(e.status(), &mut s.write, counters);
+            counters.refused(http.write_error(e.status(), &mut s.write));
             return Handled::BodyRefused;
         }
         BodyEnd::TooSlow => {
-            http.request_timed_out(Late::Body, &mut s.write, counters);
+            if let Some(why) = http.request_timed_out(Late::Body, &mut s.write) {
+                counters.refused(why);
+            }
             return Handled::BodyRefused;
         }
         BodyEnd::Broken => return Handled::Gone,
     };
-    Handled::Response(Answered {
-        response,
-        in_sync,
-        panicked,
-    })
+    Handled::Response(Answered { answer, in_sync })
 }
 
 /// How a response step ended.
@@ -334,18 +334,18 @@ fn respond<H: Handler>(
     let cfg = &shared.config;
     let counters = &shared.control.counters;
     s.sent = Meter::new(cfg.min_response_rate);
-    let closing = handled.panicked || shared.control.is_shutting_down();
+    let closing = shared.control.is_shutting_down();
     let mark = s.write.len();
     let after = http.write_response(
         &s.head,
-        handled.response,
+        handled.answer,
         handled.in_sync,
         closing,
         &mut s.write,
-        counters,
     );
     match after {
         After::Done => {}
+        After::Refused(why) => counters.refused(why),
         After::Stream(encoder, kind) => {
             let mut bytes = 0;
             let pumped = catch_unwind(AssertUnwindSafe(|| {
@@ -381,7 +381,7 @@ fn respond<H: Handler>(
             // before the head goes out (out of descriptors: 503 instead).
             let Ok(waiter) = Waiter::new().map(Arc::new) else {
                 s.write.truncate(mark);
-                http.write_error(503, &mut s.write, counters);
+                counters.refused(http.write_error(503, &mut s.write));
                 return Responded::Finish(conn);
             };
             let session = takeover.start(Start {
@@ -579,7 +579,8 @@ fn into_session<H: Handler>(
         Ok(enrolled) => enrolled,
         Err(Some(conn)) => {
             s.write.truncate(mark);
-            http.write_error(503, &mut s.write, &shared.control.counters);
+            let why = http.write_error(503, &mut s.write);
+            shared.control.counters.refused(why);
             return finish(shared, conn, http, s);
         }
         Err(None) => return None,

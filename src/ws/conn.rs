@@ -512,8 +512,8 @@ impl Session for WsConn {
         true
     }
 
-    fn activity(&self) -> crate::stats::Activity {
-        crate::stats::Activity::WebSocket
+    fn kind(&self) -> crate::http::session::Kind {
+        crate::http::session::Kind::WebSocket
     }
 }
 

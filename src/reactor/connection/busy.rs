@@ -13,10 +13,10 @@ use crate::http::request::RequestHead;
 use crate::http::session::Session;
 use crate::http::stream::Streaming;
 use crate::net::transport::Stream;
-use crate::net::upgrade::Upgraded;
 use crate::rate::Meter;
 use crate::reactor::pools::Pools;
 use crate::stats::Activity;
+use crate::upgraded::Upgraded;
 
 /// The capacity a write buffer starts with.
 const WRITE_BUF: usize = 16 * 1024;

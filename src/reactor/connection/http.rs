@@ -7,8 +7,9 @@ use super::busy::{Exchange, Fill, Switch};
 use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase, Step};
 use crate::Handler;
-use crate::handler::{Answer, answer};
-use crate::http::conn::{After, CONTINUE, Close, State};
+use crate::handler::answer;
+use crate::http::conn::Answer;
+use crate::http::conn::{After, Close, State};
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
@@ -206,7 +207,7 @@ impl Connection {
                 let mut head = cx.pools.head();
                 match self
                     .http
-                    .recv_head(&mut busy.read, &mut head, &cx.cfg.limits, cx.counters)
+                    .recv_head(&mut busy.read, &mut head, &cx.cfg.limits)
                 {
                     Ok(None) => {
                         cx.pools.give_head(head);
@@ -214,23 +215,23 @@ impl Connection {
                     }
                     Err(e) => {
                         cx.pools.give_head(head);
-                        self.http
-                            .write_error(e.status(), &mut busy.out, cx.counters);
+                        cx.counters
+                            .refused(self.http.write_error(e.status(), &mut busy.out));
                         Step::Progress
                     }
                     Ok(Some(decoder)) if decoder.is_done() => {
+                        cx.counters.request();
                         // Counted as served while its handler runs (a `/stats` handler sees
                         // itself); back to waiting when the step settles.
                         self._open.set(Activity::Writing);
                         self.dispatch(head, Vec::new(), cx)
                     }
                     Ok(Some(decoder)) => {
+                        cx.counters.request();
                         self._open.set(Activity::Writing);
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
-                        if head.expect_continue && busy.read.is_empty() {
-                            busy.out.extend_from_slice(CONTINUE);
-                        }
+                        self.http.body_wanted(&head, &busy.read, &mut busy.out);
                         self.since = cx.now;
                         busy.at = Exchange::Body {
                             head,
@@ -251,8 +252,8 @@ impl Connection {
                 let input = busy.read.filled();
                 match decoder.decode(input, usize::MAX) {
                     Err(e) => {
-                        self.http
-                            .write_error(e.status(), &mut busy.out, cx.counters);
+                        cx.counters
+                            .refused(self.http.write_error(e.status(), &mut busy.out));
                         Step::Progress
                     }
                     Ok(d) => {
@@ -316,22 +317,17 @@ impl Connection {
             cx.pools.give_head(head);
             return;
         };
-        let closing = cx.closing || answered.panicked;
         busy.sent = Meter::new(cx.cfg.min_response_rate);
         busy.at = Exchange::Head;
         self.served += 1;
         self.since = cx.now;
-        let after = self.http.write_response(
-            &head,
-            answered.response,
-            true,
-            closing,
-            &mut busy.out,
-            cx.counters,
-        );
+        let after = self
+            .http
+            .write_response(&head, answered, true, cx.closing, &mut busy.out);
         cx.pools.give_head(head);
         match after {
             After::Done => {}
+            After::Refused(why) => cx.counters.refused(why),
             // A file is read in pieces on the loop, like any sized reader.
             After::Stream(encoder, body) => {
                 busy.at = Exchange::Streaming(Streaming::new(encoder, body));

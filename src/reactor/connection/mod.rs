@@ -24,7 +24,7 @@ use crate::deadline;
 use crate::engine::OpenGuard;
 use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{Close, Conn, Late};
+use crate::http::conn::{Conn, Late};
 use crate::http::linger::Linger;
 use crate::http::session::Session;
 use crate::net::sys::Registered;
@@ -160,7 +160,7 @@ impl Connection {
             Phase::Idle => Activity::Waiting,
             Phase::Partial(_) => Activity::Reading,
             Phase::Busy(busy) => busy.activity(),
-            Phase::Session { session, .. } => session.activity(),
+            Phase::Session { session, .. } => session.kind().into(),
             Phase::Linger(_) => Activity::Closing,
         };
         self._open.set(now);
@@ -237,7 +237,8 @@ impl Connection {
                 Phase::Busy(busy) => &mut busy.out,
                 _ => &mut none,
             };
-            if self.http.request_timed_out(late, out, counters) == Close::Linger {
+            if let Some(why) = self.http.request_timed_out(late, out) {
+                counters.refused(why);
                 return true;
             }
         }

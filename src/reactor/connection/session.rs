@@ -11,10 +11,10 @@ use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
 use crate::http::session::{self, Callbacks, Io, Reads, Session, Wake, Work};
 use crate::net::transport::Stream;
-use crate::net::upgrade::Upgraded;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
 use crate::reactor::pools::Pools;
+use crate::upgraded::Upgraded;
 
 /// A connection leaving the loop after a generic upgrade.
 pub(crate) struct Detached {

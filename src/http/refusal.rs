@@ -1,0 +1,18 @@
+//! Why the core (or an engine) answered or closed a connection itself: a value the core returns
+//! and the engine counts, so the core keeps no counters of its own.
+
+/// Why the engine answered or closed a connection itself, without its handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A connection over `max_connections`: answered `503` (closed, over TLS) at accept.
+    OverCapacity,
+    /// A request head that did not arrive in full within the header-read timeout: `408`.
+    HeaderTimeout,
+    /// A request body that arrived slower than its minimum rate (`408`), or a client that took
+    /// a response slower than its minimum rate (closed).
+    TooSlow,
+    /// Any other status the engine answered itself: `400` (malformed), `413`, `414`, `417`,
+    /// `426`, `431`, `501`, `505`, and `503` for a WebSocket or event stream refused at shutdown.
+    Status(u16),
+}
