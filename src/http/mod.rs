@@ -8,6 +8,7 @@ pub(crate) mod buf;
 pub(crate) mod conn;
 pub(crate) mod cookie;
 pub(crate) mod date;
+pub(crate) mod due;
 pub(crate) mod file;
 pub(crate) mod linger;
 pub(crate) mod parse;

@@ -15,6 +15,7 @@ use super::pool::{Done, Job, PoolSender};
 use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
+use crate::http::due::HeadDue;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream};
 use crate::net::{AcceptError, classify_accept_error, upgrade};
@@ -397,8 +398,9 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let mut conn = Connection::new(socket, self.next_id, peer, now, open, self.cfg.access_log);
-        conn.deadline = crate::deadline::after(now, self.cfg.header_read_timeout);
+        let due = HeadDue::first(now, self.cfg.header_read_timeout);
+        let mut conn = Connection::new(socket, self.next_id, peer, due, open, self.cfg.access_log);
+        conn.deadline = due.until();
         if let Some(deadline) = conn.deadline {
             self.timers.insert((deadline, key));
         }

@@ -12,10 +12,10 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::connection::{Connection, Wait};
 use crate::Limits;
-use crate::deadline;
 use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Conn, Late};
+use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
 use crate::http::parse::head_ready;
 use crate::net::io;
@@ -78,7 +78,9 @@ pub(crate) fn read(mut conn: Connection, cx: &HeadReads, now: Instant) -> Outcom
         Wait::New { until } => (cx.buffers.take(), until, Some(Wait::New { until })),
         Wait::Idle { until } => (
             cx.buffers.take(),
-            deadline::after(now, cx.header_read_timeout),
+            HeadDue::Idle(until)
+                .bytes_came(now, cx.header_read_timeout)
+                .until(),
             Some(Wait::Idle { until }),
         ),
         session @ Wait::Session(_) => {

@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
+use crate::http::due::HeadDue;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -298,7 +299,7 @@ impl Builder {
         let header_read_timeout = self.header_read_timeout;
         threads.push(control.spawn("twinhttp-accept", move || {
             acceptor.run(|stream, peer, open| {
-                let until = crate::deadline::after(Instant::now(), header_read_timeout);
+                let until = HeadDue::first(Instant::now(), header_read_timeout).until();
                 let conn = connection::Connection::new(stream, peer, open, until);
                 match &admit {
                     // A new connection waits in the parker, costing no worker, until its

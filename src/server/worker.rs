@@ -23,8 +23,8 @@ use crate::engine::Control;
 use crate::handler::answer;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::Answer;
-use crate::http::conn::{After, Close, Conn, Late, State};
+use crate::http::conn::{After, Answer, Close, Conn, Late, State};
+use crate::http::due::HeadDue;
 use crate::http::reader::{BodyEnd, BodyReader};
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
@@ -124,17 +124,6 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     }
 }
 
-/// Where the head a worker reads stands.
-#[derive(Clone, Copy)]
-enum HeadDue {
-    /// The connection's first head: due in full by this (counted from the accept).
-    First(Option<Instant>),
-    /// Nothing of the next head yet.
-    Next,
-    /// Part of a head came: due in full by this.
-    Started(Option<Instant>),
-}
-
 /// What asking for more of a request head came to.
 enum More {
     /// Bytes arrived.
@@ -180,16 +169,13 @@ fn serve<H: Handler>(
             Responded::Left(next) => return next,
             Responded::Gone => return None,
         };
-        // The next request: already buffered (pipelined: its head is due from now), or read for
-        // by the next head step.
-        due = if s.read.is_empty() {
-            HeadDue::Next
-        } else {
-            HeadDue::Started(deadline::after(
-                Instant::now(),
-                shared.config.header_read_timeout,
-            ))
-        };
+        // The next request: already buffered (pipelined), or read for by the next head step.
+        due = HeadDue::after_response(
+            Instant::now(),
+            !s.read.is_empty(),
+            shared.config.header_read_timeout,
+            shared.config.idle_timeout,
+        );
     }
 }
 
@@ -428,7 +414,9 @@ fn take_input<H>(shared: &Shared<H>, conn: &mut Connection, read: &mut ReadBuf) 
     let (mut input, until) = match wait {
         Wait::Ready { input, until } | Wait::Head { input, until } => (input, until),
         Wait::New { until } => return HeadDue::First(until),
-        Wait::Idle { .. } | Wait::Linger(_) | Wait::Session(_) => return HeadDue::Next,
+        Wait::Idle { until } => return HeadDue::Idle(until),
+        // Neither reaches a worker's exchange (they are driven apart).
+        Wait::Linger(_) | Wait::Session(_) => return HeadDue::Idle(None),
     };
     std::mem::swap(read, &mut input);
     if let Some(parker) = &shared.parker {
@@ -475,17 +463,13 @@ fn more_head<H>(
     match io::read_now(&mut *stream, read.spare(cfg.limits.max_head_bytes)) {
         Ok(Some(0)) | Err(_) => More::Closed,
         Ok(Some(n)) => {
-            if let HeadDue::Next = due {
-                *due = HeadDue::Started(deadline::after(now, cfg.header_read_timeout));
-            }
+            *due = due.bytes_came(now, cfg.header_read_timeout);
             read.filled_by(n);
             More::Got
         }
         Ok(None) => More::Park(match *due {
             HeadDue::First(until) if read.is_empty() => Wait::New { until },
-            HeadDue::Next => Wait::Idle {
-                until: deadline::after(now, cfg.idle_timeout),
-            },
+            HeadDue::Idle(until) => Wait::Idle { until },
             HeadDue::First(until) | HeadDue::Started(until) => {
                 let mut input = parker.buffers().take();
                 std::mem::swap(read, &mut input);
@@ -509,14 +493,12 @@ fn wait_for_head<H>(
     let cfg = &shared.config;
     let until = match *due {
         HeadDue::First(until) | HeadDue::Started(until) => until,
-        HeadDue::Next => {
-            let idle = deadline::after(Instant::now(), cfg.idle_timeout);
+        HeadDue::Idle(idle) => {
             if !stream.buffered_input() && io::wait(&*stream, false, idle, cancel).is_err() {
                 return More::Closed;
             }
-            let until = deadline::after(Instant::now(), cfg.header_read_timeout);
-            *due = HeadDue::Started(until);
-            until
+            *due = due.bytes_came(Instant::now(), cfg.header_read_timeout);
+            due.until()
         }
     };
     match io::read(

@@ -10,6 +10,7 @@ use crate::Handler;
 use crate::handler::answer;
 use crate::http::conn::Answer;
 use crate::http::conn::{After, Close, State};
+use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
@@ -50,7 +51,7 @@ impl Connection {
             if !parsing {
                 match self.flush(cx.now) {
                     Ok(true) => {}
-                    Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
+                    Ok(false) => return self.wait(false, true, cx.now),
                     Err(()) => return Next::Close,
                 }
                 if self.stream_step() {
@@ -61,7 +62,7 @@ impl Connection {
             if budget == 0 {
                 return match self.flush(cx.now) {
                     Ok(true) => Next::Again,
-                    Ok(false) => self.wait(false, true, cx.now, cx.cfg),
+                    Ok(false) => self.wait(false, true, cx.now),
                     Err(()) => Next::Close,
                 };
             }
@@ -71,7 +72,7 @@ impl Connection {
                     if self.queued() >= cx.cfg.limits.max_pipeline_output {
                         match self.flush(cx.now) {
                             Ok(true) => {}
-                            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
+                            Ok(false) => return self.wait(false, true, cx.now),
                             Err(()) => return Next::Close,
                         }
                     }
@@ -83,7 +84,7 @@ impl Connection {
             // Everything answered so far goes out before waiting for more input.
             match self.flush(cx.now) {
                 Ok(true) => {}
-                Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
+                Ok(false) => return self.wait(false, true, cx.now),
                 Err(()) => return Next::Close,
             }
             let filled = if drained {
@@ -98,7 +99,7 @@ impl Connection {
                     // A transport with output held back (a TLS handshake flight) is woken when
                     // the socket takes more, too: its next read sends it.
                     let write = self.socket.get().wants_write();
-                    return self.wait(true, write, cx.now, cx.cfg);
+                    return self.wait(true, write, cx.now);
                 }
                 Fill::Closed => return Next::Close,
             }
@@ -232,7 +233,6 @@ impl Connection {
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
                         self.http.body_wanted(&head, &busy.read, &mut busy.out);
-                        self.since = cx.now;
                         busy.at = Exchange::Body {
                             head,
                             decoder,
@@ -260,7 +260,6 @@ impl Connection {
                         body.extend_from_slice(&input[d.data]);
                         busy.read.consume(d.consumed);
                         meter.moved(cx.now, d.consumed);
-                        self.since = cx.now;
                         if decoder.is_done() {
                             match std::mem::replace(&mut busy.at, Exchange::Head) {
                                 Exchange::Body { head, body, .. } => self.dispatch(head, body, cx),
@@ -319,8 +318,12 @@ impl Connection {
         };
         busy.sent = Meter::new(cx.cfg.min_response_rate);
         busy.at = Exchange::Head;
-        self.served += 1;
-        self.since = cx.now;
+        self.due = HeadDue::after_response(
+            cx.now,
+            !busy.read.is_empty(),
+            cx.cfg.header_read_timeout,
+            cx.cfg.idle_timeout,
+        );
         let after = self
             .http
             .write_response(&head, answered, true, cx.closing, &mut busy.out);
@@ -354,7 +357,7 @@ impl Connection {
         let head_begins = busy.read.is_empty() && matches!(busy.at, Exchange::Head);
         let filled = busy.fill(self.socket.get_mut(), cx.cfg.limits.max_head_bytes);
         if head_begins && matches!(filled, Fill::Got { .. }) {
-            self.head_start = cx.now;
+            self.due = self.due.bytes_came(cx.now, cx.cfg.header_read_timeout);
         }
         filled
     }

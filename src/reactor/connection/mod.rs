@@ -20,11 +20,11 @@ use super::pool::PoolSender;
 use super::pools::Pools;
 use crate::Handler;
 use crate::MinRate;
-use crate::deadline;
 use crate::engine::OpenGuard;
 use crate::http::access::Logging;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{Conn, Late};
+use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
 use crate::http::session::Session;
 use crate::net::sys::Registered;
@@ -99,11 +99,8 @@ pub(crate) struct Connection {
     peer: Address,
     http: Conn,
     phase: Phase,
-    /// Start of the current wait: accept, the last response, or the last body progress.
-    since: Instant,
-    /// When the first byte of the head being read arrived.
-    head_start: Instant,
-    served: u64,
+    /// When the next request head is due (the core's policy).
+    due: HeadDue,
     /// The deadline currently in the loop's timer set.
     pub(crate) deadline: Option<Instant>,
     /// What its level-triggered registration is armed for.
@@ -125,7 +122,7 @@ impl Connection {
         socket: Registered<Stream>,
         id: u64,
         peer: Address,
-        now: Instant,
+        due: HeadDue,
         open: OpenGuard,
         access_log: Logging,
     ) -> Self {
@@ -135,9 +132,7 @@ impl Connection {
             http: Conn::new(access_log, Some(&peer)),
             peer,
             phase: Phase::Idle,
-            since: now,
-            head_start: now,
-            served: 0,
+            due,
             deadline: None,
             armed: Armed {
                 read: true,
@@ -265,7 +260,7 @@ impl Connection {
         }
     }
 
-    pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant, cfg: &Config) -> Next {
+    pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant) -> Next {
         let deadline = match &mut self.phase {
             Phase::Busy(busy) if write => busy.sent.deadline(now),
             Phase::Busy(busy) => match &mut busy.at {
@@ -273,12 +268,7 @@ impl Connection {
                 _ => None,
             },
             Phase::Linger(linger) => linger.deadline(),
-            // The first head is due from the accept, a later one from its first byte.
-            Phase::Idle | Phase::Partial(_) if self.served == 0 => {
-                deadline::after(self.since, cfg.header_read_timeout)
-            }
-            Phase::Partial(_) => deadline::after(self.head_start, cfg.header_read_timeout),
-            Phase::Idle => deadline::after(self.since, cfg.idle_timeout),
+            Phase::Idle | Phase::Partial(_) => self.due.until(),
             Phase::Session { .. } => None,
         };
         Next::Wait {

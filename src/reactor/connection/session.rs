@@ -55,7 +55,7 @@ impl Connection {
     pub(super) fn switch<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         match self.flush(cx.now) {
             Ok(true) => {}
-            Ok(false) => return self.wait(false, true, cx.now, cx.cfg),
+            Ok(false) => return self.wait(false, true, cx.now),
             Err(()) => return Next::Close,
         }
         let Phase::Busy(busy) = &mut self.phase else {
