@@ -109,6 +109,10 @@ pub mod bench;
 mod deadline;
 mod engine;
 mod error;
+/// The fuzz target's harness (feature `bench-internals`): not part of the API.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod fuzz;
 mod handler;
 mod http;
 #[cfg(feature = "http")]

@@ -1,0 +1,516 @@
+//! The fuzz target's harness (feature `bench-internals`, not an API): whole exchanges driven
+//! through the core the way the reactor drives a connection, with the invariants checked on
+//! what it writes. `fuzz/` runs it under libFuzzer; `tests/fuzz_corpus.rs` replays the
+//! committed corpus in `cargo test`.
+//!
+//! The input's first byte says how many bytes after it are the *script*; the rest is what the
+//! client sends. Each script byte is one step: feed the next few bytes (arbitrary splits), let
+//! the clock pass the current deadline, choose how the handler of the next request answers
+//! (text, panic, chunks, a body that falls short, 204, an upgrade, `Connection: close`), or
+//! begin a shutdown. When the script ends, the rest of the input is fed at once.
+//!
+//! Checked, not only "no panic": every answer the core writes is one well-framed response, in
+//! the order of the requests (interim `100 Continue` only where the request asked for it on
+//! HTTP/1.1); nothing is written after the core said close; the last response before a close
+//! says so (or is close-delimited, cut short, or a `101`); the read buffer never grows past
+//! the head limit and a body never past the body limit.
+
+use std::time::{Duration, Instant};
+
+use crate::http::body::Decoder;
+use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
+use crate::http::conn::{After, Answer, Conn, Late};
+use crate::http::due::HeadDue;
+use crate::http::refusal::Refusal;
+use crate::http::request::{BodyFraming, RequestHead, Version};
+use crate::http::stream::Streaming;
+use crate::{Body, Limits, Response};
+
+/// Runs one fuzz input; panics when an invariant breaks.
+pub fn exchange(data: &[u8]) {
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let (script, input) = rest.split_at(usize::from(n).min(rest.len()));
+    let mut run = Run::new(input);
+    for &step in script {
+        if run.step(step) == Flow::Closed {
+            break;
+        }
+    }
+    if run.flow == Flow::Open {
+        let rest = run.input.len();
+        run.feed(rest);
+    }
+    // A body still awaited may have had its 100 Continue already.
+    let awaiting = matches!(run.reading, Reading::Body { interim: true, .. });
+    check(&run.out, &run.expected, awaiting);
+}
+
+/// How the handler of the next request answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// `200` with the request body echoed (a length).
+    Echo,
+    Panic,
+    /// `200`, chunked (or close-delimited to HTTP/1.0).
+    Chunks,
+    /// A sized body that falls short: the response is cut, the connection aborted.
+    Short,
+    NoContent,
+    Upgrade,
+    /// `200` with `Connection: close`.
+    Close,
+}
+
+const OUTCOMES: [Outcome; 7] = [
+    Outcome::Echo,
+    Outcome::Panic,
+    Outcome::Chunks,
+    Outcome::Short,
+    Outcome::NoContent,
+    Outcome::Upgrade,
+    Outcome::Close,
+];
+
+/// What the checker expects of one response, in order.
+#[derive(Debug)]
+struct Expected {
+    status: u16,
+    /// A `HEAD` request: no body whatever the head says.
+    head_request: bool,
+    /// `100 Continue` may come first.
+    interim: bool,
+    /// The body may stop short (the core aborted the connection).
+    may_be_cut: bool,
+    /// The core closes the connection after it: the response must say so (or be
+    /// close-delimited, cut, or a `101`).
+    last: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Open,
+    /// The core said close (or the connection was handed over): nothing more is fed.
+    Closed,
+}
+
+/// Where the connection's current request stands.
+enum Reading {
+    Head,
+    Body {
+        decoder: Decoder,
+        body: Vec<u8>,
+        interim: bool,
+    },
+}
+
+struct Run<'a> {
+    input: &'a [u8],
+    limits: Limits,
+    conn: Conn,
+    head: RequestHead,
+    buf: ReadBuf,
+    reading: Reading,
+    out: Vec<u8>,
+    expected: Vec<Expected>,
+    next: Outcome,
+    closing: bool,
+    now: Instant,
+    due: HeadDue,
+    flow: Flow,
+}
+
+/// Small limits, so that inputs of a few kilobytes reach them.
+fn limits() -> Limits {
+    Limits {
+        max_target_bytes: 256,
+        max_head_bytes: 1024,
+        max_headers: 16,
+        max_body_bytes: 2048,
+        ..Limits::default()
+    }
+}
+
+const HEADER_READ: Duration = Duration::from_secs(10);
+const IDLE: Duration = Duration::from_secs(60);
+
+impl<'a> Run<'a> {
+    fn new(input: &'a [u8]) -> Self {
+        let now = Instant::now();
+        Run {
+            input,
+            limits: limits(),
+            conn: Conn::default(),
+            head: RequestHead::default(),
+            buf: ReadBuf::new(),
+            reading: Reading::Head,
+            out: Vec::new(),
+            expected: Vec::new(),
+            next: Outcome::Echo,
+            closing: false,
+            now,
+            due: HeadDue::first(now, HEADER_READ),
+            flow: Flow::Open,
+        }
+    }
+
+    fn step(&mut self, step: u8) -> Flow {
+        let arg = usize::from(step >> 3);
+        match step & 7 {
+            0..=2 => self.feed(arg + 1),
+            3 => self.feed(arg * 64),
+            4 => self.deadline_passes(),
+            5 => self.next = OUTCOMES[arg % OUTCOMES.len()],
+            6 => self.closing = true,
+            _ => self.now += Duration::from_millis(arg as u64 * 100),
+        }
+        self.flow
+    }
+
+    /// The client sends up to `n` more bytes; the core takes what the engine would read.
+    fn feed(&mut self, mut n: usize) {
+        while n > 0 && self.flow == Flow::Open && !self.input.is_empty() {
+            let cap = match self.reading {
+                Reading::Head => self.limits.max_head_bytes,
+                Reading::Body { .. } => 0,
+            };
+            let head_begins = self.buf.is_empty() && matches!(self.reading, Reading::Head);
+            let reading_head = matches!(self.reading, Reading::Head);
+            let spare = self.buf.spare(cap);
+            if spare.is_empty() {
+                // The parser answers 431 before a head fills the buffer at its cap.
+                assert!(
+                    !reading_head,
+                    "read buffer full at {} bytes",
+                    self.buf.len()
+                );
+                // A body whose framing the decoder cannot take in a whole buffer (a chunk line
+                // longer than it): the reactor closes, as here.
+                self.flow = Flow::Closed;
+                return;
+            }
+            let k = spare.len().min(n).min(self.input.len());
+            spare[..k].copy_from_slice(&self.input[..k]);
+            self.buf.filled_by(k);
+            self.input = &self.input[k..];
+            n -= k;
+            assert!(
+                self.buf.len() <= self.limits.max_head_bytes.max(INITIAL_READ_BUF),
+                "read buffer grew to {}",
+                self.buf.len()
+            );
+            if head_begins {
+                self.due = self.due.bytes_came(self.now, HEADER_READ);
+            }
+            self.process();
+        }
+    }
+
+    /// Works through what is buffered: heads, bodies, answers.
+    fn process(&mut self) {
+        while self.flow == Flow::Open && !self.buf.is_empty() {
+            match &mut self.reading {
+                Reading::Head => {
+                    match self
+                        .conn
+                        .recv_head(&mut self.buf, &mut self.head, &self.limits)
+                    {
+                        Ok(None) => return,
+                        Err(e) => {
+                            let _ = self.conn.write_error(e.status(), &mut self.out);
+                            self.expect_error(e.status());
+                            return self.close();
+                        }
+                        Ok(Some(decoder)) if decoder.is_done() => self.answer(Vec::new(), false),
+                        Ok(Some(decoder)) => {
+                            let before = self.out.len();
+                            self.conn.body_wanted(&self.head, &self.buf, &mut self.out);
+                            let interim = self.out.len() > before;
+                            assert!(
+                                !interim
+                                    || (self.head.expect_continue
+                                        && self.head.version == Version::Http11),
+                                "100 Continue without an HTTP/1.1 expectation"
+                            );
+                            self.reading = Reading::Body {
+                                decoder,
+                                body: Vec::new(),
+                                interim,
+                            };
+                        }
+                    }
+                }
+                Reading::Body {
+                    decoder,
+                    body,
+                    interim,
+                } => {
+                    let input = self.buf.filled();
+                    match decoder.decode(input, usize::MAX) {
+                        Err(e) => {
+                            let _ = self.conn.write_error(e.status(), &mut self.out);
+                            self.expect_error(e.status());
+                            return self.close();
+                        }
+                        Ok(d) => {
+                            body.extend_from_slice(&input[d.data]);
+                            self.buf.consume(d.consumed);
+                            assert!(body.len() as u64 <= self.limits.max_body_bytes);
+                            if decoder.is_done() {
+                                let (body, interim) = (std::mem::take(body), *interim);
+                                self.reading = Reading::Head;
+                                self.answer(body, interim);
+                            } else if d.consumed == 0 {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the "handler" as the script chose, and writes its answer through the core.
+    fn answer(&mut self, body: Vec<u8>, interim: bool) {
+        let outcome = self.next;
+        let answer = match outcome {
+            Outcome::Panic => Answer::Panicked,
+            Outcome::Echo => Answer::Returned(Response::text(body)),
+            Outcome::Chunks => Answer::Returned(Response::new(200).with_body(Body::chunks(
+                vec![b"ab".to_vec(), Vec::new(), body].into_iter(),
+            ))),
+            Outcome::Short => {
+                Answer::Returned(Response::new(200).with_body(Body::sized_reader(&b"abc"[..], 10)))
+            }
+            Outcome::NoContent => Answer::Returned(Response::new(204).with_body("ignored")),
+            Outcome::Upgrade => Answer::Returned(Response::upgrade("x-fuzz", |_| {})),
+            Outcome::Close => {
+                Answer::Returned(Response::text("bye").with_header("Connection", "close"))
+            }
+        };
+        let status = match outcome {
+            Outcome::Panic => 500,
+            Outcome::NoContent => 204,
+            Outcome::Upgrade => 101,
+            _ => 200,
+        };
+        let head_request = self.head.is_head();
+        let after = self
+            .conn
+            .write_response(&self.head, answer, true, self.closing, &mut self.out);
+        let mut expected = Expected {
+            status,
+            head_request,
+            interim,
+            may_be_cut: false,
+            last: false,
+        };
+        match after {
+            After::Done => {}
+            After::Refused(why) => {
+                expected.status = match why {
+                    Refusal::Status(s) => s,
+                    other => panic!("an upgrade refused as {other:?}"),
+                };
+                expected.head_request = false;
+            }
+            After::Stream(encoder, kind) => {
+                let mut streaming = Streaming::new(encoder, kind);
+                let complete = loop {
+                    if let Some(complete) = streaming.produce(&mut self.out) {
+                        break complete;
+                    }
+                };
+                self.conn.streamed(streaming.sent());
+                if !complete {
+                    self.conn.abort();
+                    expected.may_be_cut = true;
+                }
+            }
+            After::Session(..) => panic!("no session was asked for"),
+            After::Detach(_) => {
+                self.expected.push(expected);
+                return self.close();
+            }
+        }
+        expected.last = self.conn.is_closing();
+        // The core's rules for the connection: a panic costs it, and so does shutdown.
+        assert!(
+            expected.last || !(outcome == Outcome::Panic || self.closing),
+            "kept alive after {outcome:?} (shutting down: {})",
+            self.closing
+        );
+        self.expected.push(expected);
+        if self.conn.is_closing() {
+            return self.close();
+        }
+        self.due = HeadDue::after_response(self.now, !self.buf.is_empty(), HEADER_READ, IDLE);
+    }
+
+    /// The clock passes the deadline the engine would wait for; the core says what it means.
+    fn deadline_passes(&mut self) {
+        if self.flow == Flow::Closed {
+            return;
+        }
+        let late = match (&self.reading, self.buf.is_empty(), self.due) {
+            (Reading::Body { .. }, _, _) => Late::Body,
+            (Reading::Head, true, _) => Late::Idle,
+            (Reading::Head, false, _) => Late::Head,
+        };
+        if let Some(until) = self.due.until() {
+            self.now = self.now.max(until);
+        }
+        if self.conn.request_timed_out(late, &mut self.out).is_some() {
+            self.expect_error(408);
+        }
+        self.close();
+    }
+
+    /// An error response answers the request under way, after its 100 Continue if one went.
+    fn expect_error(&mut self, status: u16) {
+        let interim = matches!(self.reading, Reading::Body { interim: true, .. });
+        self.expected.push(Expected {
+            status,
+            head_request: false,
+            interim,
+            may_be_cut: false,
+            last: true,
+        });
+    }
+
+    /// The engine closes: nothing more is read or written.
+    fn close(&mut self) {
+        assert!(
+            self.conn.is_closing() || self.expected.last().is_some_and(|e| e.status == 101),
+            "closed while the core keeps the connection"
+        );
+        self.flow = Flow::Closed;
+    }
+}
+
+/// The checker alone, for the tests that show it can fail: `expected` lists each response's
+/// status and whether 100 Continue may come first.
+pub fn check_output(out: &[u8], expected: &[(u16, bool)]) {
+    let expected: Vec<Expected> = expected
+        .iter()
+        .map(|&(status, interim)| Expected {
+            status,
+            head_request: false,
+            interim,
+            may_be_cut: false,
+            last: false,
+        })
+        .collect();
+    check(out, &expected, false);
+}
+
+/// Reads `out` back as a client would and holds it against `expected`; `awaiting`: the last
+/// request's body is still awaited after its 100 Continue, which then ends the output.
+fn check(out: &[u8], expected: &[Expected], awaiting: bool) {
+    let mut rest = out;
+    for (i, want) in expected.iter().enumerate() {
+        let last = i + 1 == expected.len();
+        let (mut status, mut fields, mut len) = response_head(rest);
+        if status == 100 {
+            assert!(want.interim, "an unasked 100 Continue before response {i}");
+            rest = &rest[len..];
+            (status, fields, len) = response_head(rest);
+        }
+        assert_eq!(status, want.status, "response {i} of {expected:?}");
+        rest = &rest[len..];
+        let closes = fields.close;
+        let bodyless = want.head_request || status == 204 || status == 304 || status == 101;
+        let delimited = !bodyless && fields.length.is_none() && !fields.chunked;
+        if want.last && !want.may_be_cut && status != 101 {
+            assert!(
+                closes || delimited,
+                "response {i} is the last, yet does not say Connection: close"
+            );
+        }
+        let body_len = if bodyless {
+            0
+        } else if let Some(n) = fields.length {
+            n
+        } else if fields.chunked {
+            chunked_len(rest)
+        } else {
+            assert!(last, "a close-delimited response {i} is not the last");
+            rest.len()
+        };
+        if want.may_be_cut {
+            assert!(last, "a cut response {i} is not the last");
+            return;
+        }
+        assert!(
+            body_len <= rest.len(),
+            "response {i}: body shorter than framed"
+        );
+        rest = &rest[body_len..];
+        if closes || status == 101 {
+            assert!(last, "response {i} said close, yet more responses followed");
+        }
+    }
+    if awaiting && !rest.is_empty() {
+        let (status, _, len) = response_head(rest);
+        assert_eq!(status, 100, "the answer to a request whose body is awaited");
+        rest = &rest[len..];
+    }
+    assert!(
+        rest.is_empty(),
+        "{} bytes after the last response",
+        rest.len()
+    );
+}
+
+/// The framing fields of a response head.
+struct Fields {
+    length: Option<usize>,
+    chunked: bool,
+    close: bool,
+}
+
+/// Parses one response head: its status, framing and length.
+fn response_head(bytes: &[u8]) -> (u16, Fields, usize) {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        other => panic!("not a whole response head: {other:?}"),
+    };
+    let mut fields = Fields {
+        length: None,
+        chunked: false,
+        close: false,
+    };
+    for h in resp.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("");
+        if h.name.eq_ignore_ascii_case("content-length") {
+            assert!(fields.length.is_none(), "two Content-Length fields");
+            fields.length = value.parse().ok();
+            assert!(fields.length.is_some(), "a bad Content-Length: {value}");
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            fields.chunked = value.eq_ignore_ascii_case("chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            fields.close = value.eq_ignore_ascii_case("close");
+        }
+    }
+    assert!(
+        !(fields.chunked && fields.length.is_some()),
+        "both a length and chunked"
+    );
+    (resp.code.unwrap_or(0), fields, len)
+}
+
+/// The length of the chunked body at the front of `bytes`, which must be whole.
+fn chunked_len(bytes: &[u8]) -> usize {
+    let mut decoder = Decoder::new(BodyFraming::Chunked, u64::MAX);
+    let mut pos = 0;
+    while !decoder.is_done() {
+        match decoder.decode(&bytes[pos..], usize::MAX) {
+            Ok(d) if d.consumed > 0 => pos += d.consumed,
+            other => panic!("a chunked body that does not end: {:?}", other.is_ok()),
+        }
+    }
+    pos
+}
