@@ -101,7 +101,54 @@ fn never_is_a_timeout(engine: Engine) {
     srv.shutdown(Duration::MAX).expect("shut down");
 }
 
+/// The deadline policy the core holds for both engines (`http::due`), with the header-read and
+/// idle timeouts far apart so that which one closed is told by when.
+fn policy() -> Config {
+    Config {
+        header_read_timeout: Duration::from_millis(400),
+        idle_timeout: Duration::from_secs(4),
+        ..Config::default()
+    }
+}
+
+/// A new connection that sends nothing is due its first head from the accept: it is closed at
+/// the header-read timeout, not the (ten times longer) idle timeout.
+fn first_head_is_due_from_the_accept(engine: Engine) {
+    let srv = start_with(engine, policy(), app);
+    let started = Instant::now();
+    let mut c = Client::new(srv.addr);
+    assert!(c.is_closed(), "closed by the server");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+        "a silent new connection closed after {took:?} (header-read timeout 400 ms, idle 4 s)"
+    );
+}
+
+/// After a response, a later head is due from its first byte: part of one, then nothing, is
+/// answered 408 at the header-read timeout from that byte, not at the idle timeout.
+fn a_later_head_is_due_from_its_first_byte(engine: Engine) {
+    let srv = start_with(engine, policy(), app);
+    let mut c = Client::new(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let started = Instant::now();
+    c.send(b"GET / HTTP/1.1\r\nHo");
+    let r = c.response();
+    let took = started.elapsed();
+    assert_eq!(r.status, 408);
+    assert!(r.closes());
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+        "408 after {took:?} (header-read timeout 400 ms, idle 4 s)"
+    );
+}
+
 engine_tests!(
+    first_head_is_due_from_the_accept,
+    a_later_head_is_due_from_its_first_byte,
     never_is_a_timeout,
     trickled_head_gets_408,
     idle_keep_alive_is_closed,
