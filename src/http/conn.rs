@@ -10,6 +10,8 @@ use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
 use crate::http::parse::{ParseError, parse_head};
+#[cfg(feature = "server")]
+use crate::http::reader::BodyEnd;
 use crate::http::refusal::Refusal;
 use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response, Switch};
@@ -53,6 +55,22 @@ pub(crate) enum Answer {
     Returned(Response),
     /// The handler panicked (the engine caught it, counted and logged it).
     Panicked,
+}
+
+/// What the end of a request body read by its handler means for the exchange
+/// ([`Conn::body_ended`]).
+#[cfg(feature = "server")]
+pub(crate) enum BodyVerdict {
+    /// Read to its end: the next request's bytes follow; the connection may be kept.
+    InSync,
+    /// Not read to its end (more than the server drains, held back for `100 Continue`, or the
+    /// handler panicked): the response closes the connection, lingering.
+    Unsynced,
+    /// Malformed, over a limit or too slow: the error response is written; finish with it. The
+    /// engine counts the refusal.
+    Refused(Refusal),
+    /// The client left or the connection failed: close without answering.
+    Gone,
 }
 
 /// What is left to do after a response head (and any full body) was written.
@@ -384,6 +402,25 @@ impl Conn {
     /// close was due, it is now an abort.
     pub(crate) fn abort(&mut self) {
         self.state = State::Closing(Close::Abort);
+    }
+
+    /// A body read by its handler ended as `end` ([`BodyReader::settle`]): what that means for
+    /// the exchange. A malformed or over-limit body is answered with its status, one that came
+    /// slower than its minimum rate with `408`; both close, lingering.
+    ///
+    /// [`BodyReader::settle`]: crate::http::reader::BodyReader::settle
+    #[cfg(feature = "server")]
+    pub(crate) fn body_ended(&mut self, end: BodyEnd, out: &mut Vec<u8>) -> BodyVerdict {
+        match end {
+            BodyEnd::Complete => BodyVerdict::InSync,
+            BodyEnd::Unread => BodyVerdict::Unsynced,
+            BodyEnd::Failed(e) => BodyVerdict::Refused(self.write_error(e.status(), out)),
+            BodyEnd::TooSlow => match self.request_timed_out(Late::Body, out) {
+                Some(why) => BodyVerdict::Refused(why),
+                None => BodyVerdict::Gone,
+            },
+            BodyEnd::Broken => BodyVerdict::Gone,
+        }
     }
 
     /// The engine reads `head`'s body now, before its handler runs (the reactor reads every

@@ -8,6 +8,8 @@ use std::io::{self, Read};
 use crate::error::Error;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
+#[cfg(feature = "server")]
+use crate::http::conn::Answer;
 use crate::http::conn::CONTINUE;
 use crate::http::parse::ParseError;
 
@@ -65,7 +67,7 @@ impl<'a, S: Source> BodyReader<'a, S> {
     /// then says how it ended: complete (the connection is in sync), failed or too slow (as a
     /// read would have), or still unread (more than `limit`, or held back for `100 Continue`).
     #[cfg(feature = "server")]
-    pub(crate) fn drain(&mut self, limit: u64) {
+    fn drain(&mut self, limit: u64) {
         if self.expect_continue {
             // The client may still be waiting for 100 Continue before sending: we cannot know
             // whether a body will follow, so the connection cannot be reused.
@@ -84,6 +86,21 @@ impl<'a, S: Source> BodyReader<'a, S> {
                 Err(_) => break,
             }
         }
+    }
+
+    /// The handler returned `answer`: a body it left unread is read and dropped (up to `limit`
+    /// bytes, as far as the source gives it), so that it is judged as a read would judge it
+    /// (malformed is 400 whether the handler read it or not, as on the reactor, which reads
+    /// every body before its handler runs). After a panic nothing is read: the connection
+    /// closes anyway. Returns how the body ended, for [`Conn::body_ended`].
+    ///
+    /// [`Conn::body_ended`]: crate::http::conn::Conn::body_ended
+    #[cfg(feature = "server")]
+    pub(crate) fn settle(&mut self, answer: &Answer, limit: u64) -> BodyEnd {
+        if self.end == BodyEnd::Unread && !matches!(answer, Answer::Panicked) {
+            self.drain(limit);
+        }
+        self.end
     }
 
     fn fail(&mut self, err: ParseError) -> io::Error {

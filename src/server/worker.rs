@@ -23,9 +23,9 @@ use crate::engine::Control;
 use crate::handler::answer;
 use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, Answer, Close, Conn, Late, State};
+use crate::http::conn::{After, Answer, BodyVerdict, Close, Conn, Late, State};
 use crate::http::due::HeadDue;
-use crate::http::reader::{BodyEnd, BodyReader};
+use crate::http::reader::BodyReader;
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
 use crate::net::io::{self, flush, linger_close};
@@ -247,11 +247,9 @@ enum Handled {
     Gone,
 }
 
-/// Runs the handler with the body streamed from the socket. A body the handler left unread is
-/// read and dropped (up to `max_drain_bytes`, as far as it has come), so that it is judged as a
-/// read would judge it: malformed is 400 whether the handler read it or not (the reactor reads
-/// every body before its handler runs). The drain never waits for the client (with parking on):
-/// what has not come yet is left to the lingering close, which costs no worker.
+/// Runs the handler with the body streamed from the socket; what the body's end means for the
+/// exchange (in sync, unsynced, refused) is the core's (`BodyReader::settle`,
+/// `Conn::body_ended`).
 fn handle<H: Handler>(
     shared: &Shared<H>,
     conn: &mut Connection,
@@ -271,25 +269,18 @@ fn handle<H: Handler>(
     };
     let mut reader = BodyReader::new(decoder, &mut s.read, source, s.head.expect_continue);
     let answer = answer(&shared.handler, &s.head, &mut reader, peer, counters);
-    if reader.end == BodyEnd::Unread && !matches!(answer, Answer::Panicked) {
-        reader.source.wait = shared.parker.is_none();
-        reader.drain(cfg.limits.max_drain_bytes);
-    }
-    let in_sync = match reader.end {
-        BodyEnd::Complete => true,
-        // Too large to drain, held back for `100 Continue`, or the handler panicked.
-        BodyEnd::Unread => false,
-        BodyEnd::Failed(e) => {
-            counters.refused(http.write_error(e.status(), &mut s.write));
+    // What the handler left unread is dropped as far as it has come; with parking on the drain
+    // never waits for the client (the rest is the lingering close's, which costs no worker).
+    reader.source.wait = shared.parker.is_none();
+    let end = reader.settle(&answer, cfg.limits.max_drain_bytes);
+    let in_sync = match http.body_ended(end, &mut s.write) {
+        BodyVerdict::InSync => true,
+        BodyVerdict::Unsynced => false,
+        BodyVerdict::Refused(why) => {
+            counters.refused(why);
             return Handled::BodyRefused;
         }
-        BodyEnd::TooSlow => {
-            if let Some(why) = http.request_timed_out(Late::Body, &mut s.write) {
-                counters.refused(why);
-            }
-            return Handled::BodyRefused;
-        }
-        BodyEnd::Broken => return Handled::Gone,
+        BodyVerdict::Gone => return Handled::Gone,
     };
     Handled::Response(Answered { answer, in_sync })
 }
