@@ -106,7 +106,11 @@ pub(crate) fn answer<H: Handler + ?Sized>(
         },
         Err(_) => {
             counters.panicked();
-            log::error!("handler panicked; answering 500");
+            log::error!(
+                "handler panicked on {} {}; answering 500",
+                head.method(),
+                head.path()
+            );
             Answer {
                 response: Response::new(500),
                 panicked: true,

@@ -254,7 +254,8 @@ impl Builder {
         path: impl AsRef<Path>,
         handler: H,
     ) -> Result<Reactor, Error> {
-        let listener = Listener::bind_unix(path.as_ref())?;
+        let path = path.as_ref();
+        let listener = Listener::bind_unix(path).map_err(|e| Error::bind(path.display(), e))?;
         self.serve_listener(listener, handler)
     }
 
