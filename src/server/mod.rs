@@ -58,7 +58,7 @@ pub enum Parking {
     /// HTTP connections as with `All`, but each WebSocket and event stream gets a thread of its
     /// own. That answers a lone connection's message sooner (one hand-off less: about 60 instead
     /// of 75 µs per small WebSocket round trip here) and costs a thread and about 23 KiB per open
-    /// session instead of under 2 KiB (README, Performance).
+    /// session instead of about 2 KiB (`docs/performance.md`, `docs/websocket.md`).
     Http,
     /// Nothing: a worker serves each connection for its life and waits on its socket, and each
     /// WebSocket or event stream has a thread (the thread-per-connection shape, for comparison).
