@@ -41,6 +41,7 @@ fn a_taken_port_names_its_address_on_every_engine() {
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = taken.local_addr().expect("addr");
     let want = format!("cannot bind {addr}");
+    #[cfg_attr(not(feature = "server"), allow(unused_mut))]
     let mut errors = vec![
         (
             "reactor, reuseport",
