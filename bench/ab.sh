@@ -16,6 +16,8 @@
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/target.sh
+. "$here/bench/target.sh"
 base=${1:?usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]}; shift
 flags=("$@")
 KIND=${KIND:-http}
@@ -33,8 +35,8 @@ git -C "$here" worktree add --detach "$work/base" "$base" >/dev/null 2>&1
 (cd "$work/base" && CARGO_TARGET_DIR="$work/target-a" cargo build -q --release --features server --example "$example")
 (cd "$here" && cargo build -q --release --features server --example "$example" --example ws_load)
 bin_a=$work/target-a/release/examples/$example
-bin_b=$here/target/release/examples/$example
-load_bin=$here/target/release/examples/ws_load
+bin_b=$release/examples/$example
+load_bin=$release/examples/ws_load
 
 cat > "$work/pipeline.lua" <<'LUA'
 -- wrk: send `depth` requests in one write, read their responses, repeat.

@@ -20,7 +20,7 @@ trap stop_server EXIT
 
 AUTOBAHN_HOME=$state "$here/bench/autobahn/install.sh"
 (cd "$here" && cargo build -q --release --features server --example ws_echo)
-echo_bin=$here/target/release/examples/ws_echo
+echo_bin=$release/examples/ws_echo
 
 status=0
 for cfg in $CONFIGS; do

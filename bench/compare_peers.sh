@@ -20,7 +20,7 @@ need_wrk
 trap stop_server EXIT
 
 [ $# -gt 0 ] || set -- hyper may actix ehttpd tinyhttp gostd
-hello=$here/target/release/examples/hello
+hello=$release/examples/hello
 servers=(
   "twinhttp-server:$PORT:$hello --addr 127.0.0.1:{PORT}"
   "twinhttp-server-nopark:$PORT:$hello --addr 127.0.0.1:{PORT} --no-park --threads 300"

@@ -29,8 +29,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
   -subj /CN=localhost -addext subjectAltName=DNS:localhost \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 cert=$work/cert.pem; key=$work/key.pem
-hello=$here/target/release/examples/hello
-peers=$here/bench/peers/target/release
+hello=$release/examples/hello
+peers=$peers_release
 # NAME:PORT:COMMAND, as bench/lib.sh's start_server takes them.
 servers=(
   "twinhttp server:$PORT:$hello --addr 127.0.0.1:{PORT} --tls-cert $cert --tls-key $key"

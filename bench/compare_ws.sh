@@ -23,7 +23,7 @@ trap stop_server EXIT
 ulimit -n "$(ulimit -Hn)"
 
 [ $# -gt 0 ] || set -- gobwas tungstenite fastwebsockets
-echo_bin=$here/target/release/examples/ws_echo
+echo_bin=$release/examples/ws_echo
 servers=(
   "twinhttp-server:$PORT:$echo_bin --addr 127.0.0.1:{PORT} --engine server"
   "twinhttp-reactor-inline:$PORT:$echo_bin --addr 127.0.0.1:{PORT} --engine reactor --dispatch inline"

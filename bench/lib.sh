@@ -8,9 +8,11 @@
 # shellcheck disable=SC2034,SC2154
 
 spid=""
-peers_rs=$here/bench/peers/target/release
+# shellcheck source=bench/target.sh
+. "$here/bench/target.sh"
+peers_rs=$peers_release
 peers_go=$here/bench/peers-go/bin
-WSLOAD=${WSLOAD:-$here/target/release/examples/ws_load}
+WSLOAD=${WSLOAD:-$release/examples/ws_load}
 
 # need_wrk: wrk, from Debian's packages if missing.
 need_wrk() {

@@ -4,9 +4,11 @@
 # usage: bench/paced.sh     knobs: DURATION (10, seconds per run)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/target.sh
+. "$here/bench/target.sh"
 SECONDS_EACH=${DURATION:-10}
 (cd "$here" && cargo build -q --release --features server --example demo --example paced_load)
-bin=$here/target/release/examples/paced_load
+bin=$release/examples/paced_load
 echo "| server | users | seconds | sent | received | failures | avg ms | p99 ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for users in 100 1000; do

@@ -37,7 +37,7 @@ flags_of() {
     *) echo "unknown configuration $1 (server reactor-inline reactor-pool)" >&2; return 1 ;;
   esac
 }
-hello=$here/target/release/examples/hello
+hello=$release/examples/hello
 servers=()
 for cfg in $CONFIGS; do
   servers+=("twinhttp-$cfg:$PORT:$hello --addr 127.0.0.1:{PORT} $(flags_of "$cfg")")
@@ -92,7 +92,7 @@ for n in "${idle_list[@]}"; do
     i=$((i + 1))
     printf '[%d/%d] idle twinhttp-%s %s connections ... ' "$i" "$total" "$cfg" "$n" >&2
     # shellcheck disable=SC2046 # the flags are words
-    out=$(timeout 600 "$here/target/release/examples/idle_conns" "$n" -- $(flags_of "$cfg") 2>/dev/null || true)
+    out=$(timeout 600 "$release/examples/idle_conns" "$n" -- $(flags_of "$cfg") 2>/dev/null || true)
     for kind in http ws; do
       label=HTTP
       [ "$kind" = ws ] && label=WebSocket

@@ -8,9 +8,11 @@
 # Only 127.0.0.1 is contacted; every server is stopped by its PID; the clients close with the script.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/target.sh
+. "$here/bench/target.sh"
 N=${N:-2000}; SIZES=${SIZES:-"100 16384"}; PORT=${PORT:-18170}
 (cd "$here" && cargo build -q --release --features server --example hello)
-hello=$here/target/release/examples/hello
+hello=$release/examples/hello
 configs=("server|--engine server" "reactor-inline|--engine reactor --dispatch inline" "reactor-pool|--engine reactor --dispatch pool")
 ulimit -n "$(ulimit -Hn)"
 

@@ -8,10 +8,12 @@
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/target.sh
+. "$here/bench/target.sh"
 REPS=${REPS:-3}; DURATION=${DURATION:-5}; CONNS=${CONNS:-64}; CPU_US=${CPU_US:-100}; SLEEP_MS=${SLEEP_MS:-10}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 (cd "$here" && cargo build -q --release --features server --example hello)
-hello=$here/target/release/examples/hello
+hello=$release/examples/hello
 port=18150
 configs=("server|--engine server" "reactor-inline|--engine reactor --dispatch inline" "reactor-pool|--engine reactor --dispatch pool")
 paths=("/" "/cpu?us=$CPU_US" "/sleep?ms=$SLEEP_MS")

@@ -215,7 +215,7 @@ fn main() {
         let files = args.static_dir.as_ref().map(|dir| {
             ServeDir::new(dir)
                 .unwrap_or_else(|e| {
-                    eprintln!("app: cannot serve --static {dir}: {e}");
+                    eprintln!("app: --static: {e}"); // names the folder
                     std::process::exit(2)
                 })
                 .prefix("/static")

@@ -1,7 +1,8 @@
 //! The hello server on the reactor engine; needs no Cargo feature.
 //!
 //! `cargo run --release --example hello_reactor` (takes the same options as `hello`; the engine
-//! is the reactor, inline dispatch unless `--dispatch pool`).
+//! is the reactor, inline dispatch unless `--dispatch pool`; `--engine server` and the server
+//! engine's options are refused).
 
 mod support;
 
@@ -17,8 +18,7 @@ fn hello(req: &mut Request<'_>) -> Response {
 fn main() {
     support::init_logger();
     let signals = support::Signals::install("hello_reactor");
-    let mut args = support::Args::parse();
-    args.engine = "reactor".to_owned();
+    let args = support::Args::parse_for_engine("hello_reactor", "reactor");
     let running = args.serve(hello);
     eprintln!(
         "hello_reactor: listening on http://{} ({})",

@@ -2,16 +2,60 @@
 
 use std::fmt;
 use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::http::parse::ParseError;
 
 /// An error from twinhttp: a bad request, an I/O failure, a timeout or a failed shutdown.
 ///
-/// Opaque on purpose: ask it with [`Error::kind`] or the `is_*` predicates.
+/// Opaque on purpose: ask it with [`Error::kind`] or the `is_*` predicates. Its `Display` is a
+/// sentence that names what failed, and on what, when the error has that context:
+///
+/// ```text
+/// cannot bind 127.0.0.1:8080: Address already in use (os error 98)
+/// cannot open the folder public: No such file or directory (os error 2)
+/// ```
+///
+/// The operating system's error, when there is one, is also its
+/// [`source`](std::error::Error::source).
+///
+/// # Examples
+///
+/// ```no_run
+/// use twinhttp::{ErrorKind, Response, handler_fn, reactor::Reactor};
+///
+/// match Reactor::builder().serve("127.0.0.1:8080", handler_fn(|_| Response::text("hi"))) {
+///     Ok(reactor) => reactor.shutdown(std::time::Duration::from_secs(5))?,
+///     Err(e) if e.kind() == ErrorKind::Io => eprintln!("{e}"), // cannot bind 127.0.0.1:8080: ...
+///     Err(e) => return Err(e),
+/// }
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
     io: Option<io::Error>,
+    /// What was being done when it failed, and on what (boxed: most errors have none, and an
+    /// `Error` stays two words and a tag).
+    context: Option<Box<Context>>,
+}
+
+/// What an [`Error`] was doing when it failed, for its `Display`.
+#[derive(Debug)]
+enum Context {
+    /// Binding a listener: the address (or the Unix socket's path) as text.
+    Bind(String),
+    /// An operation on a file or folder, as a verb phrase ("open the folder"), and its path.
+    Path { action: &'static str, path: PathBuf },
+}
+
+impl fmt::Display for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Context::Bind(addr) => write!(f, "cannot bind {addr}"),
+            Context::Path { action, path } => write!(f, "cannot {action} {}", path.display()),
+        }
+    }
 }
 
 /// What went wrong, as returned by [`Error::kind`].
@@ -35,7 +79,29 @@ pub enum ErrorKind {
 
 impl Error {
     pub(crate) fn new(kind: ErrorKind) -> Self {
-        Error { kind, io: None }
+        Error {
+            kind,
+            io: None,
+            context: None,
+        }
+    }
+
+    /// Binding `addr` (a socket address, or a Unix socket's path, as text) failed with `e`.
+    pub(crate) fn bind(addr: impl fmt::Display, e: io::Error) -> Self {
+        Error::from(e).with_context(Context::Bind(addr.to_string()))
+    }
+
+    /// `action` (a verb phrase: "open the folder") on `path` failed with `e`.
+    pub(crate) fn path(action: &'static str, path: &Path, e: io::Error) -> Self {
+        Error::from(e).with_context(Context::Path {
+            action,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn with_context(mut self, context: Context) -> Self {
+        self.context = Some(Box::new(context));
+        self
     }
 
     // The streamed body reader is the server engine's (and the core benches').
@@ -109,6 +175,7 @@ impl From<io::Error> for Error {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Error {
                 kind: ErrorKind::TimedOut,
                 io: Some(e),
+                context: None,
             },
             io::ErrorKind::UnexpectedEof
             | io::ErrorKind::ConnectionReset
@@ -116,10 +183,12 @@ impl From<io::Error> for Error {
             | io::ErrorKind::BrokenPipe => Error {
                 kind: ErrorKind::ConnectionClosed,
                 io: Some(e),
+                context: None,
             },
             _ => Error {
                 kind: ErrorKind::Io,
                 io: Some(e),
+                context: None,
             },
         }
     }
@@ -128,16 +197,20 @@ impl From<io::Error> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
-            ErrorKind::Io => "I/O error",
-            ErrorKind::BadRequest => "bad request",
-            ErrorKind::BodyTooLarge => "request body too large",
-            ErrorKind::ConnectionClosed => "connection closed by peer",
+            ErrorKind::Io => "I/O failed",
+            ErrorKind::BadRequest => "the request is malformed or over a limit",
+            ErrorKind::BodyTooLarge => "the request body is over the limit",
+            ErrorKind::ConnectionClosed => "the peer closed the connection",
             ErrorKind::TimedOut => "timed out",
-            ErrorKind::ShutdownTimedOut => "graceful shutdown timed out",
+            ErrorKind::ShutdownTimedOut => "the graceful shutdown did not finish in time",
         };
-        match &self.io {
-            Some(e) => write!(f, "{what}: {e}"),
-            None => f.write_str(what),
+        // "cannot bind 127.0.0.1:8080: Address already in use (os error 98)": what was being
+        // done and on what, then the operating system's words (or the kind's, without them).
+        match (&self.context, &self.io) {
+            (Some(context), Some(e)) => write!(f, "{context}: {e}"),
+            (Some(context), None) => write!(f, "{context}: {what}"),
+            (None, Some(e)) => write!(f, "{what}: {e}"),
+            (None, None) => f.write_str(what),
         }
     }
 }

@@ -82,8 +82,7 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
 }
 
 /// Runs `handler` for one request. A panic is caught, logged and counted (the core answers it
-/// with a 500 and closes the connection),
-/// so it costs one request and never an engine thread.
+/// with a 500 and closes the connection), so it costs one request and never an engine thread.
 pub(crate) fn answer<H: Handler + ?Sized>(
     handler: &H,
     head: &RequestHead,
@@ -98,7 +97,11 @@ pub(crate) fn answer<H: Handler + ?Sized>(
         Ok(response) => Answer::Returned(response),
         Err(_) => {
             counters.panicked();
-            log::error!("handler panicked; answering 500");
+            log::error!(
+                "handler panicked on {} {}; answering 500",
+                head.method(),
+                head.path()
+            );
             Answer::Panicked
         }
     }

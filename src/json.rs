@@ -121,6 +121,7 @@ impl std::error::Error for JsonError {
 
 /// The answer to a request whose JSON body was refused: the status of [`JsonError::status`],
 /// a `text/plain` body saying what was wrong, and `Accept: application/json` on a 415.
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 impl From<JsonError> for Response {
     fn from(err: JsonError) -> Response {
         let text = match std::error::Error::source(&err) {

@@ -149,6 +149,14 @@ pub mod tls {
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The Rust blocks of the pages in `docs/`, compiled as doctests like the README's.
+#[cfg(all(doctest, feature = "server"))]
+#[doc = include_str!("../docs/handlers.md")]
+#[doc = include_str!("../docs/deploying.md")]
+#[doc = include_str!("../docs/websocket.md")]
+#[doc = include_str!("../docs/files.md")]
+pub struct DocsDoctests;
+
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::{Handler, handler_fn};

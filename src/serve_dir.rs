@@ -99,12 +99,16 @@ impl ServeDir {
     /// # Errors
     ///
     /// An [`Io`](crate::ErrorKind::Io) error when `root` does not exist, is not a folder or
-    /// cannot be opened.
+    /// cannot be opened; its message names the path (`cannot open the folder public: No such
+    /// file or directory (os error 2)`).
     pub fn new(root: impl AsRef<Path>) -> Result<ServeDir, Error> {
         use rustix::fs::{Mode, OFlags};
-        let root = root.as_ref().canonicalize()?;
+        let given = root.as_ref();
+        let failed = |e: io::Error| Error::path("open the folder", given, e);
+        let root = given.canonicalize().map_err(failed)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let root_fd = rustix::fs::open(&root, flags, Mode::empty()).map_err(io::Error::from)?;
+        let root_fd = rustix::fs::open(&root, flags, Mode::empty())
+            .map_err(|e| failed(io::Error::from(e)))?;
         Ok(ServeDir {
             root,
             root_fd: Arc::new(root_fd),

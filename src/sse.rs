@@ -205,6 +205,39 @@ impl Drop for Stream {
 }
 
 /// Sends events to one event stream from any thread. Cheap to clone.
+///
+/// Made with its response by [`Response::event_stream`]: return the response from the handler
+/// and keep the sender (in a thread, a list of subscribers, a channel's consumer). A send only
+/// queues the event and wakes the engine, which writes it; it never blocks on the client. It fails
+/// with [`SendError::Closed`] once the client has gone, [`close`](SseSender::close) was called or
+/// the server shut down (drop the sender then), and with [`SendError::Full`] while the client is
+/// more than [`SseConfig::max_queue`] bytes behind.
+///
+/// # Examples
+///
+/// One stream per request, fed by a thread until the client leaves:
+///
+/// ```
+/// use std::time::Duration;
+/// use twinhttp::sse::{Event, SendError};
+/// use twinhttp::{Request, Response};
+///
+/// fn clock(req: &mut Request<'_>) -> Response {
+///     let resume = req.last_event_id().and_then(|id| id.parse().ok()).unwrap_or(0u64);
+///     let (response, events) = Response::event_stream();
+///     std::thread::spawn(move || {
+///         for id in resume + 1.. {
+///             match events.send(Event::data(format!("tick {id}")).id(id.to_string())) {
+///                 Ok(()) | Err(SendError::Full) => {} // Full: this client lags; skip a tick
+///                 Err(_) => break,                    // Closed: the client went away
+///             }
+///             std::thread::sleep(Duration::from_secs(1));
+///         }
+///     });
+///     response
+/// }
+/// # let _ = twinhttp::handler_fn(clock);
+/// ```
 #[derive(Clone)]
 pub struct SseSender {
     shared: Arc<Shared>,

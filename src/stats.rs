@@ -275,6 +275,35 @@ impl Counters {
 /// gauges (`active`, `waiting`, ...) are the number right now. Once the server is quiescent,
 /// `active = waiting + reading + queued + writing + closing + websockets + event_streams +
 /// upgraded` exactly.
+///
+/// The same type on both engines, from `Server::stats`, [`Reactor::stats`](crate::reactor::Reactor::stats)
+/// or a [`StatsHandle`] taken from either builder before serving (for the server's own handler
+/// to report them). Taking one reads relaxed atomics, summing the per-thread slots the counters
+/// live in; nothing is emitted on the hot path. With feature `metrics`, `publish` hands a
+/// snapshot to the `metrics` facade.
+///
+/// # Examples
+///
+/// ```no_run
+/// use twinhttp::stats::Refusal;
+/// use twinhttp::{Response, handler_fn, reactor::Reactor};
+///
+/// let mut builder = Reactor::builder();
+/// let stats = builder.stats_handle();
+/// let reactor = builder.serve("127.0.0.1:8080", handler_fn(move |_| {
+///     let s = stats.stats();
+///     Response::text(format!(
+///         "{} open ({} idle), {} requests, {} refused over capacity, {} panics\n",
+///         s.active,
+///         s.waiting,
+///         s.requests,
+///         s.refusals(Refusal::OverCapacity),
+///         s.panics,
+///     ))
+/// }))?;
+/// # reactor.shutdown(std::time::Duration::from_secs(1))?;
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {

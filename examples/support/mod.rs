@@ -43,8 +43,8 @@ pub struct Args {
     pub access_log: bool,
 }
 
-const USAGE: &str =
-    "options: --addr HOST:PORT (127.0.0.1:8080)  --unix PATH (a Unix domain socket instead)
+const USAGE: &str = "options: -h, --help (this text)
+         --addr HOST:PORT (127.0.0.1:8080)  --unix PATH (a Unix domain socket instead)
          --engine server|reactor  --dispatch inline|pool
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
@@ -54,6 +54,8 @@ const USAGE: &str =
          --access-log (a line per exchange, logged by default; RUST_LOG overrides)";
 
 impl Args {
+    /// The options from the command line; `--help` prints them and exits 0, a bad one prints
+    /// what is wrong and them, and exits 2.
     pub fn parse() -> Args {
         let mut args = Args {
             addr: "127.0.0.1:8080".to_owned(),
@@ -99,7 +101,7 @@ impl Args {
                 "--tls-key" => args.tls_key = Some(value()),
                 "--static" => args.static_dir = Some(value()),
                 "--access-log" => args.access_log = true,
-                "-h" | "--help" => usage(""),
+                "-h" | "--help" => help(),
                 other => usage(&format!("unknown option {other}")),
             }
         }
@@ -118,6 +120,43 @@ impl Args {
         if args.tls_cert.is_some() && !cfg!(feature = "tls") {
             usage("this build has no TLS: add --features tls");
         }
+        args.refuse_other_engines_options();
+        args
+    }
+
+    /// Exits (2) when an option of the server engine is given for the reactor: it would be
+    /// ignored.
+    fn refuse_other_engines_options(&self) {
+        if self.engine != "reactor" {
+            return;
+        }
+        let server_only = [
+            ("--no-park", self.no_park),
+            ("--session-threads", self.session_threads),
+            ("--park-linger-us", self.park_linger.is_some()),
+        ];
+        if let Some((flag, _)) = server_only.iter().find(|(_, given)| *given) {
+            usage(&format!("{flag} is for the server engine, not the reactor"));
+        }
+    }
+
+    /// [`Args::parse`] for an example that runs one engine only: `--engine` naming another is
+    /// refused (exit 2) rather than ignored.
+    pub fn parse_for_engine(name: &str, engine: &str) -> Args {
+        let explicit = std::env::args()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .windows(2)
+            .find(|pair| pair[0] == "--engine")
+            .map(|pair| pair[1].clone());
+        let mut args = Args::parse();
+        if let Some(other) = explicit.filter(|e| e != engine) {
+            usage(&format!(
+                "{name} runs the {engine} engine only; --engine {other} is not supported here"
+            ));
+        }
+        args.engine = engine.to_owned();
+        args.refuse_other_engines_options();
         args
     }
 
@@ -129,7 +168,7 @@ impl Args {
         match twinhttp::tls::config_from_pem(cert.as_ref(), key.as_ref()) {
             Ok(config) => Some(config),
             Err(e) => {
-                eprintln!("cannot use the TLS certificate and key: {e}");
+                eprintln!("error: {e}"); // names the file
                 std::process::exit(1)
             }
         }
@@ -196,8 +235,7 @@ impl Args {
             _ => usage("this build has no server engine: add --features server"),
         };
         running.unwrap_or_else(|e| {
-            let on = self.unix.as_deref().unwrap_or(&self.addr);
-            eprintln!("cannot serve on {on}: {e}");
+            eprintln!("error: {e}"); // names the address: "cannot bind 127.0.0.1:8080: ..."
             std::process::exit(1)
         })
     }
@@ -330,10 +368,15 @@ fn number(s: &str) -> usize {
         .unwrap_or_else(|_| usage(&format!("not a number: {s}")))
 }
 
+/// `--help`: the options on standard output, exit 0.
+fn help() -> ! {
+    println!("{USAGE}");
+    std::process::exit(0)
+}
+
+/// A bad command line: what is wrong and the options on standard error, exit 2.
 fn usage(problem: &str) -> ! {
-    if !problem.is_empty() {
-        eprintln!("error: {problem}");
-    }
+    eprintln!("error: {problem}");
     eprintln!("{USAGE}");
     std::process::exit(2)
 }

@@ -185,6 +185,29 @@ impl RequestHead {
 /// The body is streamed: nothing beyond what already arrived with the head is read from the
 /// socket until the handler reads it. A body the handler leaves unread is drained (up to
 /// [`crate::Limits::max_drain_bytes`]) or the connection is closed, so keep-alive never desyncs.
+///
+/// The accessors return the request's own data (`&'a str`, `Cow<'a, str>`), not a borrow of the
+/// `Request`, so a value read from the head can be held while the body is read. The head has
+/// already passed the limits and framing checks of [`crate::Limits`]; what a handler reads is
+/// well-formed.
+///
+/// # Examples
+///
+/// ```
+/// use twinhttp::{Request, Response};
+///
+/// fn upload(req: &mut Request<'_>) -> Response {
+///     let path = req.path(); // held across the body read below
+///     let name = req.query_param("name").unwrap_or("anonymous".into());
+///     let kind = req.header("content-type").unwrap_or("application/octet-stream");
+///     match req.read_body() {
+///         // Over `max_body_bytes`, malformed or too slow: the engine answers 413/400/408 itself.
+///         Err(_) => Response::new(400),
+///         Ok(body) => Response::text(format!("{name} sent {} bytes of {kind} to {path}", body.len())),
+///     }
+/// }
+/// # let _ = twinhttp::handler_fn(upload);
+/// ```
 pub struct Request<'a> {
     head: &'a RequestHead,
     body: RequestBody<'a>,

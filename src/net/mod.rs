@@ -14,21 +14,39 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
 use transport::Transport;
 
+use crate::Error;
+
 use socket2::{Domain, Protocol, Socket, Type};
 
 /// Listen backlog: large enough that a burst of connects is queued by the kernel, not refused.
 const BACKLOG: i32 = 1024;
 
-/// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works.
-pub(crate) fn bind(addr: impl ToSocketAddrs) -> std::io::Result<TcpListener> {
+/// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works. The
+/// error names the last address tried.
+pub(crate) fn bind(addr: impl ToSocketAddrs) -> Result<TcpListener, Error> {
     let mut last = None;
-    for addr in addr.to_socket_addrs()? {
+    for addr in resolve(addr)? {
         match bind_one(addr) {
             Ok(l) => return Ok(l),
-            Err(e) => last = Some(e),
+            Err(e) => last = Some(Error::bind(addr, e)),
         }
     }
-    Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
+    Err(last.unwrap_or_else(no_address))
+}
+
+/// The addresses to bind. A name that does not resolve has no address to show (`addr` is only
+/// `ToSocketAddrs`): its error says "cannot bind the address" and the resolver's words.
+fn resolve(addr: impl ToSocketAddrs) -> Result<impl Iterator<Item = SocketAddr>, Error> {
+    addr.to_socket_addrs()
+        .map_err(|e| Error::bind("the address", e))
+}
+
+/// A name that resolved to no address at all.
+fn no_address() -> Error {
+    Error::bind(
+        "the address",
+        std::io::Error::from(ErrorKind::AddrNotAvailable),
+    )
 }
 
 fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -45,28 +63,28 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
 pub(crate) fn bind_reuse_port(
     addr: impl ToSocketAddrs,
     n: usize,
-) -> std::io::Result<Vec<TcpListener>> {
+) -> Result<Vec<TcpListener>, Error> {
     let mut last = None;
-    for addr in addr.to_socket_addrs()? {
+    for addr in resolve(addr)? {
         if addr.port() != 0 {
             if let Err(e) = probe_free(addr) {
-                last = Some(e);
+                last = Some(Error::bind(addr, e));
                 continue;
             }
         }
         match bind_with(addr, true) {
             Ok(first) => {
-                let actual = first.local_addr()?;
+                let actual = first.local_addr().map_err(|e| Error::bind(addr, e))?;
                 let mut all = vec![first];
                 for _ in 1..n.max(1) {
-                    all.push(bind_with(actual, true)?);
+                    all.push(bind_with(actual, true).map_err(|e| Error::bind(actual, e))?);
                 }
                 return Ok(all);
             }
-            Err(e) => last = Some(e),
+            Err(e) => last = Some(Error::bind(addr, e)),
         }
     }
-    Err(last.unwrap_or_else(|| std::io::Error::from(ErrorKind::AddrNotAvailable)))
+    Err(last.unwrap_or_else(no_address))
 }
 
 /// Binds (without listening, so no connection can arrive) and closes a socket without

@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
 
@@ -226,25 +226,41 @@ impl Tls {
 pub fn config_from_pem(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, crate::Error> {
     let certs = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| pem_error(cert, e))?;
+        .map_err(|e| pem_error("read the TLS certificate", cert, e))?;
     if certs.is_empty() {
-        return Err(pem_error(cert, "no certificate in the file"));
+        return Err(crate::Error::path(
+            "read the TLS certificate",
+            cert,
+            io::Error::new(ErrorKind::InvalidData, "no certificate in the file"),
+        ));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error(key, e))?;
+    let key_der =
+        PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error("read the TLS key", key, e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| crate::Error::from(io::Error::other(e)))?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| crate::Error::from(io::Error::new(ErrorKind::InvalidInput, e)))?;
+        .with_single_cert(certs, key_der)
+        .map_err(|e| {
+            crate::Error::path(
+                "use the TLS key",
+                key,
+                io::Error::new(ErrorKind::InvalidInput, e),
+            )
+        })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
-fn pem_error(path: &Path, e: impl std::fmt::Display) -> crate::Error {
-    crate::Error::from(io::Error::new(
-        ErrorKind::InvalidInput,
-        format!("{}: {e}", path.display()),
-    ))
+/// A PEM file that could not be read (the operating system's error, kept) or parsed.
+fn pem_error(action: &'static str, path: &Path, e: pem::Error) -> crate::Error {
+    let e = match e {
+        pem::Error::Io(e) => e,
+        pem::Error::NoItemsFound => {
+            io::Error::new(ErrorKind::InvalidData, "no PEM item in the file")
+        }
+        e => io::Error::new(ErrorKind::InvalidData, e),
+    };
+    crate::Error::path(action, path, e)
 }

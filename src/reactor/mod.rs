@@ -85,6 +85,38 @@ pub(crate) struct Config {
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.
+///
+/// Made by [`Reactor::builder`]; the setters take and return it by value, and
+/// [`serve`](Builder::serve), [`serve_unix`](Builder::serve_unix) or
+/// [`serve_listener`](Builder::serve_listener) starts the loops. The defaults: one loop per core,
+/// handlers inline on the loops ([`Dispatch::Inline`]: they must not block), one `SO_REUSEPORT`
+/// listener per loop, [`Limits::default`], a 10 s header-read deadline, a 60 s idle timeout,
+/// minimum data rates and at most 16,384 open connections (`docs/configuration.md` has them all
+/// in one table).
+///
+/// # Examples
+///
+/// Handlers that may block (a database call, a file read) run on a pool instead of the loops:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use twinhttp::reactor::{Dispatch, Reactor};
+/// use twinhttp::{Limits, Response, handler_fn};
+///
+/// let mut limits = Limits::default();
+/// limits.max_headers = 50;
+/// let reactor = Reactor::builder()
+///     .loops(2)
+///     .dispatch(Dispatch::Pool(16)) // 16 worker threads for handlers that wait
+///     .idle_timeout(Duration::from_secs(30))
+///     .limits(limits)
+///     .serve("127.0.0.1:8080", handler_fn(|_| {
+///         std::thread::sleep(Duration::from_millis(10)); // holds a pool thread, not a loop
+///         Response::text("done")
+///     }))?;
+/// # reactor.shutdown(Duration::from_secs(1))?;
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     loops: usize,
@@ -254,7 +286,8 @@ impl Builder {
         path: impl AsRef<Path>,
         handler: H,
     ) -> Result<Reactor, Error> {
-        let listener = Listener::bind_unix(path.as_ref())?;
+        let path = path.as_ref();
+        let listener = Listener::bind_unix(path).map_err(|e| Error::bind(path.display(), e))?;
         self.serve_listener(listener, handler)
     }
 
@@ -358,7 +391,30 @@ impl Builder {
     }
 }
 
-/// A running reactor.
+/// A running reactor: event loops that own the connections, with handlers run on the loops or
+/// on a pool ([`Dispatch`]).
+///
+/// Started by [`Builder::serve`] (from [`Reactor::builder`]); it serves until
+/// [`shutdown`](Reactor::shutdown) is called, or a [`ShutdownHandle`] from
+/// [`shutdown_handle`](Reactor::shutdown_handle) is used from another thread. Dropping it without
+/// either leaves its threads serving. Its [`stats`](Reactor::stats) are the same [`Stats`] as the
+/// server engine's, with the connections of each loop in `per_loop`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use twinhttp::{Response, handler_fn, reactor::Reactor};
+///
+/// // Inline dispatch (the default): the handler runs on the loop and must not block.
+/// let reactor = Reactor::builder()
+///     .serve("127.0.0.1:0", handler_fn(|req| Response::text(format!("hello, {}", req.path()))))?;
+/// println!("listening on http://{}", reactor.local_addr());
+/// let stats = reactor.stats();
+/// println!("{} loops, {} open connections", stats.per_loop.len(), stats.active);
+/// reactor.shutdown(Duration::from_secs(5))?; // answers what is in flight, joins every thread
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Reactor(Running);
 

@@ -59,7 +59,7 @@ pub enum Parking {
     /// HTTP connections as with `All`, but each WebSocket and event stream gets a thread of its
     /// own. That answers a lone connection's message sooner (one hand-off less: about 60 instead
     /// of 75 µs per small WebSocket round trip here) and costs a thread and about 23 KiB per open
-    /// session instead of under 2 KiB (README, Performance).
+    /// session instead of about 2 KiB (`docs/performance.md`, `docs/websocket.md`).
     Http,
     /// Nothing: a worker serves each connection for its life and waits on its socket, and each
     /// WebSocket or event stream has a thread (the thread-per-connection shape, for comparison).
@@ -67,6 +67,34 @@ pub enum Parking {
 }
 
 /// Settings for a [`Server`]; every setter documents its default.
+///
+/// Made by [`Server::builder`]; the setters take and return it by value, and
+/// [`serve`](Builder::serve), [`serve_unix`](Builder::serve_unix) or
+/// [`serve_listener`](Builder::serve_listener) starts the server. The defaults serve a public
+/// port safely: `4 × cores` workers, [`Limits::default`], a 10 s header-read deadline, a 60 s idle
+/// timeout, minimum data rates, at most 16,384 open connections and parking on
+/// (`docs/configuration.md` has them all in one table).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use twinhttp::{Limits, Response, handler_fn, server::Server};
+///
+/// let mut limits = Limits::default();
+/// limits.max_body_bytes = 1 << 20; // 413 beyond 1 MiB
+/// let mut builder = Server::builder()
+///     .workers(32) // handlers that wait on a database: more threads than cores
+///     .header_read_timeout(Duration::from_secs(5))
+///     .limits(limits)
+///     .access_log(true);
+/// let stats = builder.stats_handle(); // the counters, for the handler to report
+/// let server = builder.serve("127.0.0.1:8080", handler_fn(move |_| {
+///     Response::text(format!("{} requests so far", stats.stats().requests))
+/// }))?;
+/// # server.shutdown(Duration::from_secs(1))?;
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     workers: usize,
@@ -244,7 +272,8 @@ impl Builder {
         path: impl AsRef<Path>,
         handler: H,
     ) -> Result<Server, Error> {
-        let listener = Listener::bind_unix(path.as_ref())?;
+        let path = path.as_ref();
+        let listener = Listener::bind_unix(path).map_err(|e| Error::bind(path.display(), e))?;
         self.serve_listener(listener, handler)
     }
 
@@ -327,7 +356,30 @@ impl Builder {
     }
 }
 
-/// A running thread-pool server.
+/// A running thread-pool server: handlers run as blocking code on its worker threads.
+///
+/// Started by [`Builder::serve`] (from [`Server::builder`]); it serves until
+/// [`shutdown`](Server::shutdown) is called, or a [`ShutdownHandle`] from
+/// [`shutdown_handle`](Server::shutdown_handle) is used from another thread (a signal handler).
+/// Dropping it without either leaves its threads serving. Its [`stats`](Server::stats) are the
+/// same [`Stats`] as the reactor's.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use twinhttp::{Response, handler_fn, server::Server};
+///
+/// let server = Server::builder().serve("127.0.0.1:0", handler_fn(|req| {
+///     std::thread::sleep(Duration::from_millis(10)); // blocking is fine here: it holds a worker
+///     Response::text(format!("you asked for {}", req.path()))
+/// }))?;
+/// println!("listening on http://{}", server.local_addr());
+/// let stop = server.shutdown_handle(); // Send + Clone: stop it from any thread
+/// std::thread::spawn(move || stop.shutdown());
+/// server.wait(); // returns once the handle was used, every thread joined
+/// # Ok::<(), twinhttp::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Server(Running);
 

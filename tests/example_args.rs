@@ -1,0 +1,85 @@
+//! The examples' command line as a user meets it: `--help` prints the options and exits 0; an
+//! option the example would ignore (another engine, the server engine's options on the reactor)
+//! or does not know is refused with a message naming it and exit status 2, before anything is
+//! bound.
+#[path = "../examples/support/child.rs"]
+#[allow(dead_code)]
+mod child;
+
+use std::process::{Command, Output};
+
+/// Runs the example `name` (built by `cargo test`) with `args` to its end.
+fn run(name: &str, args: &[&str]) -> Output {
+    Command::new(child::example_for_test(name))
+        .args(args)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run the example")
+}
+
+fn assert_help(name: &str) {
+    for flag in ["--help", "-h"] {
+        let out = run(name, &[flag]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{name} {flag}: {out:?}");
+        for option in ["--addr HOST:PORT", "--engine server|reactor", "--dispatch"] {
+            assert!(stdout.contains(option), "{name} {flag}: {stdout}");
+        }
+        assert!(out.stderr.is_empty(), "{name} {flag}: {out:?}");
+    }
+}
+
+/// Exit status 2, and standard error starts with `error: {message}` then lists the options.
+fn assert_refused(name: &str, args: &[&str], message: &str) {
+    let out = run(name, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {message}\n")),
+        "{name} {args:?}: {stderr}"
+    );
+    assert!(
+        stderr.contains("--addr HOST:PORT"),
+        "{name} {args:?}: {stderr}"
+    );
+}
+
+#[test]
+fn help_prints_the_options_and_exits_0() {
+    assert_help("hello_reactor");
+    #[cfg(feature = "server")]
+    assert_help("hello");
+}
+
+#[test]
+fn hello_reactor_refuses_another_engine() {
+    assert_refused(
+        "hello_reactor",
+        &["--engine", "server"],
+        "hello_reactor runs the reactor engine only; --engine server is not supported here",
+    );
+    assert_refused(
+        "hello_reactor",
+        &["--no-park"],
+        "--no-park is for the server engine, not the reactor",
+    );
+}
+
+#[cfg(feature = "server")]
+#[test]
+fn the_server_engines_options_are_refused_on_the_reactor() {
+    assert_refused(
+        "hello",
+        &["--engine", "reactor", "--park-linger-us", "100"],
+        "--park-linger-us is for the server engine, not the reactor",
+    );
+}
+
+#[test]
+fn an_unknown_option_is_refused() {
+    assert_refused(
+        "hello_reactor",
+        &["--adr", "127.0.0.1:0"],
+        "unknown option --adr",
+    );
+}
