@@ -1,7 +1,9 @@
-//! An accept loop on its own thread, shared by both engines: a non-blocking listener in a poller,
-//! each admitted connection delivered to a closure (the server's worker queue, or the reactor's
-//! loops round-robin). It survives descriptor exhaustion (back off, keep serving) and refuses
-//! connections over the limit with a 503.
+//! Accepting connections, one way for both engines: [`Admission::accept`] takes one connection
+//! from a listener, admits it under the open-connection limit (a 503 over it), wraps it (TLS),
+//! and triages errors, backing off after descriptor exhaustion. The server engine (and the
+//! reactor's acceptor-thread mode) runs it in [`Acceptor::run`], a loop on its own thread that
+//! sleeps out a back-off; a reactor loop with its own listener runs it in its event loop, which
+//! pauses the listener instead of sleeping.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,12 +22,72 @@ const LISTENER: usize = 0;
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// What one accept came to.
+pub(crate) enum Accepted {
+    /// A connection admitted and ready to serve.
+    Conn(Stream, Address, OpenGuard),
+    /// A connection came and was dealt with here (over the limit: refused; TLS set-up failed),
+    /// or one failed on its own: accept again.
+    Handled,
+    /// No connection is pending.
+    Drained,
+    /// Out of descriptors (or buffers): stop accepting for this long, and keep serving.
+    Pause(Duration),
+}
+
+/// Admission of accepted connections: the limit, the wrap, the back-off.
+pub(crate) struct Admission {
+    control: Arc<Control>,
+    max_connections: usize,
+    wrap: Wrap,
+    backoff: Duration,
+}
+
+impl Admission {
+    pub(crate) fn new(control: Arc<Control>, max_connections: usize, wrap: Wrap) -> Self {
+        Admission {
+            control,
+            max_connections,
+            wrap,
+            backoff: BACKOFF_MIN,
+        }
+    }
+
+    /// Accepts one connection from `listener` (non-blocking; TCP with `TCP_NODELAY`).
+    pub(crate) fn accept(&mut self, listener: &Listener) -> Accepted {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                self.backoff = BACKOFF_MIN;
+                let Some(open) = self.control.admit(self.max_connections) else {
+                    self.wrap.refuse(stream);
+                    return Accepted::Handled;
+                };
+                match self.wrap.serve(stream) {
+                    Some(stream) => Accepted::Conn(stream, peer, open),
+                    None => Accepted::Handled,
+                }
+            }
+            Err(e) => match classify_accept_error(&e) {
+                AcceptError::Drained => Accepted::Drained,
+                AcceptError::Transient => Accepted::Handled,
+                AcceptError::Exhausted => {
+                    let pause = self.backoff;
+                    log::warn!("accept: {e}; pausing accepts for {pause:?}");
+                    self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+                    Accepted::Pause(pause)
+                }
+            },
+        }
+    }
+}
+
+/// An accept loop on its own thread, delivering each admitted connection to a closure (the
+/// server's parker or worker queue, or the reactor's loops round-robin).
 pub(crate) struct Acceptor {
     listener: Registered<Listener>,
     poller: Arc<Poller>,
     control: Arc<Control>,
-    max_connections: usize,
-    wrap: Wrap,
+    admission: Admission,
 }
 
 impl Acceptor {
@@ -40,9 +102,8 @@ impl Acceptor {
         Ok(Acceptor {
             listener,
             poller,
+            admission: Admission::new(control.clone(), max_connections, wrap),
             control,
-            max_connections,
-            wrap,
         })
     }
 
@@ -54,37 +115,23 @@ impl Acceptor {
     /// Accepts until shutdown, handing each admitted connection (non-blocking; TCP with
     /// `TCP_NODELAY`) to `deliver`, which may block (backpressure into the kernel's accept
     /// backlog).
-    pub(crate) fn run(self, mut deliver: impl FnMut(Stream, Address, OpenGuard)) {
+    pub(crate) fn run(mut self, mut deliver: impl FnMut(Stream, Address, OpenGuard)) {
         let mut events = Events::new();
-        let mut backoff = BACKOFF_MIN;
         loop {
             wait_events(&self.poller, &mut events, None, "acceptor");
             if self.control.is_shutting_down() {
                 return;
             }
             loop {
-                match self.listener.get().accept() {
-                    Ok((stream, peer)) => {
-                        backoff = BACKOFF_MIN;
-                        match self.control.admit(self.max_connections) {
-                            Some(open) => {
-                                if let Some(stream) = self.wrap.serve(stream) {
-                                    deliver(stream, peer, open);
-                                }
-                            }
-                            None => self.wrap.refuse(stream),
-                        }
+                match self.admission.accept(self.listener.get()) {
+                    Accepted::Conn(stream, peer, open) => deliver(stream, peer, open),
+                    Accepted::Handled => {}
+                    Accepted::Drained => break,
+                    Accepted::Pause(pause) => {
+                        // This thread does nothing else: sleep the pause out.
+                        std::thread::sleep(pause);
+                        break;
                     }
-                    Err(e) => match classify_accept_error(&e) {
-                        AcceptError::Drained => break,
-                        AcceptError::Transient => {}
-                        AcceptError::Exhausted => {
-                            log::warn!("accept: {e}; pausing {backoff:?}");
-                            std::thread::sleep(backoff);
-                            backoff = (backoff * 2).min(BACKOFF_MAX);
-                            break;
-                        }
-                    },
                 }
                 if self.control.is_shutting_down() {
                     return;

@@ -16,16 +16,15 @@ use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::http::due::HeadDue;
+use crate::net::acceptor::{self, Admission};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream};
-use crate::net::{AcceptError, classify_accept_error, upgrade};
+use crate::net::upgrade;
 
 /// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
 const LISTENER: usize = usize::MAX - 1;
 /// Connections accepted per wake-up before the others get their turn.
 const ACCEPT_BUDGET: usize = 64;
-const BACKOFF_MIN: Duration = Duration::from_millis(10);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A connection accepted by the acceptor thread, on its way to a loop.
 pub(crate) type Accepted = (Stream, Address, OpenGuard);
@@ -51,7 +50,7 @@ pub(crate) struct EventLoop<H> {
     listener: Option<Registered<Listener>>,
     /// While accepting is paused after descriptor exhaustion: when to resume.
     accept_paused_until: Option<Instant>,
-    backoff: Duration,
+    admission: Admission,
     conns: Slab<Connection>,
     /// `(deadline, key)` for every connection with a deadline: O(log n) per change, and a
     /// wake-up only touches the expired ones.
@@ -93,7 +92,11 @@ impl<H: Handler> EventLoop<H> {
             poller: parts.poller.clone(),
             listener,
             accept_paused_until: None,
-            backoff: BACKOFF_MIN,
+            admission: Admission::new(
+                parts.control.clone(),
+                parts.cfg.max_connections,
+                parts.cfg.wrap.clone(),
+            ),
             conns: Slab::new(),
             timers: BTreeSet::new(),
             pools: Pools::default(),
@@ -354,35 +357,20 @@ impl<H: Handler> EventLoop<H> {
             let Some(listener) = &self.listener else {
                 return;
             };
-            let accepted = listener.get().accept();
-            match accepted {
-                Ok((stream, peer)) => {
-                    self.backoff = BACKOFF_MIN;
-                    match self.control.admit(self.cfg.max_connections) {
-                        Some(open) => {
-                            if let Some(stream) = self.cfg.wrap.serve(stream) {
-                                self.add(stream, peer, open, now);
-                            }
-                        }
-                        None => self.cfg.wrap.refuse(stream),
+            match self.admission.accept(listener.get()) {
+                acceptor::Accepted::Conn(stream, peer, open) => self.add(stream, peer, open, now),
+                acceptor::Accepted::Handled => {}
+                acceptor::Accepted::Drained => break,
+                acceptor::Accepted::Pause(pause) => {
+                    // Never sleep on the loop: pause accepting and keep serving the rest.
+                    self.accept_paused_until = Some(now + pause);
+                    // Level-triggered, the pending connections would be reported at every
+                    // wait: stop listening until the pause is over.
+                    if listener.set_level(Event::none(LISTENER)).is_err() {
+                        log::error!("cannot pause the listener");
                     }
+                    return;
                 }
-                Err(e) => match classify_accept_error(&e) {
-                    AcceptError::Drained => break,
-                    AcceptError::Transient => {}
-                    AcceptError::Exhausted => {
-                        // Never sleep on the loop: pause accepting and keep serving the rest.
-                        log::warn!("accept: {e}; pausing accepts for {:?}", self.backoff);
-                        self.accept_paused_until = Some(now + self.backoff);
-                        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
-                        // Level-triggered, the pending connections would be reported at every
-                        // wait: stop listening until the pause is over.
-                        if listener.set_level(Event::none(LISTENER)).is_err() {
-                            log::error!("cannot pause the listener");
-                        }
-                        return;
-                    }
-                },
             }
         }
     }
