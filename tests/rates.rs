@@ -194,7 +194,138 @@ fn an_event_stream_that_stops_reading_is_cut(engine: Engine) {
     );
 }
 
+/// The rate the paced-reader tests set: 2 KiB/s after a grace period of 2 s (longer than the
+/// 1.5 s a small send buffer may take to report room at twice that rate).
+const PACED_RATE: u64 = 2048;
+const PACED_GRACE: Duration = Duration::from_secs(2);
+
+/// A listener whose sockets have a small send buffer, so a server's output backs up into it
+/// after a few kilobytes (not the megabytes loopback's autotuning would absorb first).
+fn small_send_buffer_listener() -> (twinhttp::Listener, std::net::SocketAddr) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    s.set_send_buffer_size(4096).expect("a small send buffer");
+    let addr: std::net::SocketAddr = "127.0.0.1:0".parse().expect("an address");
+    s.bind(&addr.into()).expect("bind");
+    s.listen(128).expect("listen");
+    let l: std::net::TcpListener = s.into();
+    let addr = l.local_addr().expect("its address");
+    (l.into(), addr)
+}
+
+/// A client with a small receive buffer: the window it offers opens as it reads, in steps of
+/// about what it read, so the server's output moves at the pace the client reads (with the
+/// default buffer, autotuned to megabytes, loopback's 64 KiB segments leave the window shut
+/// for tens of seconds at these rates, whatever the server does).
+fn small_receive_buffer_client(addr: std::net::SocketAddr) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    s.set_recv_buffer_size(4096)
+        .expect("a small receive buffer");
+    s.connect(&addr.into()).expect("connect");
+    let s: TcpStream = s.into();
+    s.set_nodelay(true).expect("nodelay");
+    s
+}
+
+/// Reads from `s` at `bytes_per_second` (in quarter-second steps) for `how_long`; the bytes read,
+/// or the error that ended it.
+fn read_paced(
+    s: &mut TcpStream,
+    bytes_per_second: usize,
+    how_long: Duration,
+) -> Result<usize, String> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let step = bytes_per_second / 4;
+    let started = Instant::now();
+    let mut got = 0;
+    let mut buf = vec![0u8; step];
+    while started.elapsed() < how_long {
+        let tick = Instant::now();
+        let mut n = 0;
+        while n < step {
+            match s.read(&mut buf[n..]) {
+                Ok(0) => return Err(format!("closed after {got} bytes, {:?}", started.elapsed())),
+                Ok(k) => n += k,
+                Err(e) => return Err(format!("{e} after {got} bytes, {:?}", started.elapsed())),
+            }
+        }
+        got += n;
+        std::thread::sleep(Duration::from_millis(250).saturating_sub(tick.elapsed()));
+    }
+    Ok(got)
+}
+
+/// Starts what `what` names on a server whose output backs up after a few kilobytes: a 16 MB
+/// response, or a WebSocket whose client sends 8 MB to be echoed (from a thread of its own).
+fn paced_transfer(engine: Engine, what: &str) -> (TestServer, TcpStream) {
+    let rate = Some(MinRate::new(PACED_RATE, PACED_GRACE));
+    let cfg = Config {
+        body_rate: rate,
+        response_rate: rate,
+        ..Config::default()
+    };
+    let (listener, addr) = small_send_buffer_listener();
+    let srv = support::start_on(engine, cfg, support::On::Listener(listener), app);
+    let mut s = small_receive_buffer_client(addr);
+    if what == "ws" {
+        send(
+            &mut s,
+            b"GET /ws HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        );
+        assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+        let mut w = s.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            let frame = client_frame(&[7u8; 64 * 1024]);
+            for _ in 0..128 {
+                if w.write_all(&frame).is_err() {
+                    break;
+                }
+            }
+        });
+    } else {
+        send(&mut s, b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    }
+    (srv, s)
+}
+
+/// One meaning of the minimum rate for every kind of output: a client that reads a response, or
+/// a WebSocket's echoes, at twice the minimum rate is kept past the grace period (three times
+/// it, here), though the server's output is backed up the whole time.
+fn a_reader_at_twice_the_rate_is_kept(engine: Engine) {
+    for what in ["http", "ws"] {
+        let (srv, mut s) = paced_transfer(engine, what);
+        let read = read_paced(&mut s, 2 * PACED_RATE as usize, PACED_GRACE * 3);
+        let got =
+            read.unwrap_or_else(|e| panic!("{what}: a reader at twice the rate was cut: {e}"));
+        assert!(got >= 6 * PACED_RATE as usize, "{what}: read {got} bytes");
+        assert_eq!(srv.open_connections(), 1, "{what}: still open");
+    }
+}
+
+/// And the same reader at a quarter of the rate is cut, for each kind of output, within a few
+/// grace periods.
+fn a_reader_at_a_quarter_of_the_rate_is_cut(engine: Engine) {
+    for what in ["http", "ws"] {
+        let (srv, mut s) = paced_transfer(engine, what);
+        let started = Instant::now();
+        let reader = std::thread::spawn(move || {
+            let _ = read_paced(&mut s, PACED_RATE as usize / 4, PACED_GRACE * 6);
+        });
+        let took = until_closed(&srv, started);
+        assert!(
+            took < PACED_GRACE * 4,
+            "{what}: a reader at a quarter of the rate closed after {took:?}"
+        );
+        let _ = reader.join();
+    }
+}
+
 engine_tests!(
+    a_reader_at_twice_the_rate_is_kept,
+    a_reader_at_a_quarter_of_the_rate_is_cut,
     trickled_body_gets_408_at_the_grace_period,
     default_rate_cuts_two_bytes_a_second_within_10_s,
     with_the_rate_off_a_slow_body_finishes,
