@@ -45,6 +45,10 @@ enum Client {
 const PEER_PORT: &str = "18556";
 
 fn main() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("idle_conns reads the server's threads and memory from /proc: Linux only");
+        std::process::exit(2);
+    }
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let extra: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args.split_off(i).into_iter().skip(1).collect(),

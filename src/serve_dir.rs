@@ -3,9 +3,7 @@
 use std::borrow::Cow;
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
 use crate::{Error, Handler, Request, Response};
 
@@ -78,8 +76,9 @@ use crate::{Error, Handler, Request, Response};
 pub struct ServeDir {
     /// Absolute and canonical: every file served is checked to be under it.
     root: PathBuf,
-    /// The folder, open: files are opened beneath it (`openat2`).
-    root_fd: Arc<OwnedFd>,
+    /// The folder, open: files are opened beneath it (`openat2`, Linux only).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    root_fd: std::sync::Arc<std::os::fd::OwnedFd>,
     prefix: String,
     index: Option<String>,
     hidden: Hidden,
@@ -107,11 +106,16 @@ impl ServeDir {
         let failed = |e: io::Error| Error::path("open the folder", given, e);
         let root = given.canonicalize().map_err(failed)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        // Opened on every system, which checks that `root` is a folder this process can read;
+        // kept where files are opened beneath it.
         let root_fd = rustix::fs::open(&root, flags, Mode::empty())
             .map_err(|e| failed(io::Error::from(e)))?;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        drop(root_fd);
         Ok(ServeDir {
             root,
-            root_fd: Arc::new(root_fd),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            root_fd: std::sync::Arc::new(root_fd),
             prefix: String::new(),
             index: Some("index.html".to_owned()),
             hidden: Hidden::Refused,

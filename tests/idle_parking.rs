@@ -1,7 +1,8 @@
 //! Idle parking: 1,000 idle keep-alive connections on 2 workers, every one still served, and the
 //! server's thread count does not grow with them. (The only test in this binary, so the process
 //! thread count is this test's alone.)
-#![cfg(feature = "server")]
+// Counts threads from /proc: Linux only.
+#![cfg(all(feature = "server", target_os = "linux"))]
 mod support;
 use std::time::Duration;
 

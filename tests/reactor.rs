@@ -1,12 +1,16 @@
 //! Reactor-specific behaviour, in both dispatch modes: backpressure under a slow reader and
 //! input one byte at a time. (Idle connections: `reactor_idle.rs`.)
 mod support;
+#[cfg(target_os = "linux")]
 use std::io::Read;
 use std::time::Duration;
 
 use support::{Client, Config, Engine, app, start_with};
+#[cfg(target_os = "linux")]
 use twinhttp::{Body, Request, Response};
 
+/// This process's resident memory, from /proc (Linux only: the test that reads it is gated).
+#[cfg(target_os = "linux")]
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -19,6 +23,7 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+#[cfg(target_os = "linux")]
 fn slow_reader_does_not_grow_memory(engine: Engine) {
     // 512 MiB streamed to a client that reads almost nothing: the reactor must produce the body
     // only as the socket takes it.
@@ -61,6 +66,7 @@ fn one_byte_per_wake_up(engine: Engine) {
 }
 
 mod reactor_inline {
+    #[cfg(target_os = "linux")]
     #[test]
     fn slow_reader_does_not_grow_memory() {
         super::slow_reader_does_not_grow_memory(super::Engine::ReactorInline)
@@ -72,6 +78,7 @@ mod reactor_inline {
 }
 
 mod reactor_pool {
+    #[cfg(target_os = "linux")]
     #[test]
     fn slow_reader_does_not_grow_memory() {
         super::slow_reader_does_not_grow_memory(super::Engine::ReactorPool)

@@ -1,6 +1,8 @@
 //! 1,000 idle keep-alive connections on the reactor cost no threads, next to a pipelining
 //! client, in both dispatch modes. The only test in this binary, so the process thread count is
 //! its own.
+// Counts threads from /proc: Linux only.
+#![cfg(target_os = "linux")]
 mod support;
 use support::{Client, Config, Engine, app, raise_fd_limit, start_with, thread_count};
 

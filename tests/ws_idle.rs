@@ -1,7 +1,8 @@
 //! 1,000 idle WebSockets, and 300 idle event streams, cost no threads, on the reactor in both
 //! dispatch modes and on the thread-pool server with parking on, and each is still served
 //! afterwards; with `Parking::Http` each WebSocket has a thread. The only test in this binary, so the process thread count is its own.
-#![cfg(feature = "server")]
+// Counts threads from /proc: Linux only.
+#![cfg(all(feature = "server", target_os = "linux"))]
 mod support;
 
 use std::io::{Read, Write};

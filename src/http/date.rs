@@ -19,9 +19,15 @@ thread_local! {
 /// Seconds since the Unix epoch, from the coarse real-time clock where there is one: a `Date`
 /// header has one-second resolution, and `CLOCK_REALTIME_COARSE` is a vDSO read of the time of
 /// the last tick (a few milliseconds behind at most), several times cheaper than the precise
-/// clock — it showed as 4% of the reactor's time on pipelined hello requests.
+/// clock — it showed as 4% of the reactor's time on pipelined hello requests (3.3 ns a read
+/// against 35.5 ns for `SystemTime::now()` here).
+///
+/// Only on glibc Linux, where rustix finds the vDSO through `getauxval` (its `use-libc-auxv`
+/// feature, set in Cargo.toml for this target alone): that is what keeps this read working
+/// under valgrind. Elsewhere (musl, Android, the BSDs, macOS) the libc's own clock read, which
+/// valgrind knows.
 fn unix_second() -> u64 {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let ts = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
         if let Ok(second) = u64::try_from(ts.tv_sec) {

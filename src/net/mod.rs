@@ -56,6 +56,10 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// Binds `n` listeners on one address with `SO_REUSEPORT`, so the kernel spreads new
 /// connections across them (one per event loop). Port 0 picks a port for all of them.
 ///
+/// On FreeBSD it is `SO_REUSEPORT_LB` (FreeBSD 12 on): there `SO_REUSEPORT` only lets the
+/// sockets share the port, and the first one gets every connection. macOS and the other BSDs
+/// have no balancing option, so the reactor accepts with a thread there by default.
+///
 /// `SO_REUSEPORT` would also let these listeners join one that another program (of the same
 /// user) already has on the port, and silently take part of its connections. So a named port is
 /// first bound without it: a port in use anywhere fails with "address in use", as a plain bind
@@ -99,6 +103,9 @@ fn bind_with(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener>
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if reuse_port {
+        #[cfg(target_os = "freebsd")]
+        socket.set_reuse_port_lb(true)?;
+        #[cfg(not(target_os = "freebsd"))]
         socket.set_reuse_port(true)?;
     }
     socket.set_nonblocking(true)?;

@@ -60,14 +60,31 @@ pub enum Dispatch {
 /// Measured here (2 cores, `bench/results/2026-11-22-reactor-accept-modes.md`, medians of 3
 /// interleaved runs): `ReusePort` 107k vs `Thread` 94k req/s at 256 keep-alive connections and 21.0k
 /// vs 20.4k with `Connection: close`; `Thread` 111k vs 103k at 64 connections, within the spread.
-/// `ReusePort` is the default: as fast or faster, and one thread fewer.
+/// `ReusePort` is the default where the kernel spreads connections over listeners that share a
+/// port (Linux, Android; FreeBSD with `SO_REUSEPORT_LB`): as fast or faster, and one thread
+/// fewer. Elsewhere (macOS, the other BSDs) one of the listeners would get every connection,
+/// so the default there is `Thread`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Accept {
-    /// Each loop has its own `SO_REUSEPORT` listener and the kernel spreads connections.
+    /// Each loop has its own `SO_REUSEPORT` listener (`SO_REUSEPORT_LB` on FreeBSD) and the
+    /// kernel spreads connections.
     ReusePort,
     /// One acceptor thread hands connections to the loops round-robin.
     Thread,
+}
+
+impl Accept {
+    /// The default: `ReusePort` where the kernel balances it, `Thread` elsewhere.
+    const DEFAULT: Accept = if cfg!(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd"
+    )) {
+        Accept::ReusePort
+    } else {
+        Accept::Thread
+    };
 }
 
 /// Settings shared by a reactor's loops.
@@ -132,7 +149,7 @@ impl Default for Builder {
         Builder {
             loops: thread::available_parallelism().map_or(1, |n| n.get()),
             dispatch: Dispatch::Inline,
-            accept: Accept::ReusePort,
+            accept: Accept::DEFAULT,
             cfg: Config {
                 max_connections: 16_384,
                 header_read_timeout: Duration::from_secs(10),
@@ -164,7 +181,9 @@ impl Builder {
         self
     }
 
-    /// How new connections reach the loops. Default: [`Accept::ReusePort`].
+    /// How new connections reach the loops. Default: [`Accept::ReusePort`] on Linux, Android
+    /// and FreeBSD, [`Accept::Thread`] elsewhere (where the kernel does not balance
+    /// connections over listeners sharing a port).
     pub fn accept(mut self, a: Accept) -> Self {
         self.accept = a;
         self
@@ -250,7 +269,8 @@ impl Builder {
         self.stats.get()
     }
 
-    /// Binds `addr` (one `SO_REUSEPORT` listener per loop) and starts serving `handler`.
+    /// Binds `addr` (one `SO_REUSEPORT` listener per loop, or one listener and an acceptor
+    /// thread: [`accept`](Builder::accept)) and starts serving `handler`.
     ///
     /// # Errors
     ///
