@@ -208,7 +208,9 @@ impl ServeDir {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
             match rustix::fs::openat2(&*self.root_fd, relative, flags, Mode::empty(), how) {
                 Ok(fd) => return Ok(File::from(fd)),
-                Err(rustix::io::Errno::NOSYS) => {}
+                // No openat2 (before 5.6), or refused by a seccomp filter (some container
+                // profiles answer EPERM rather than ENOSYS): resolve and check instead.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
                 Err(e) => return Err(e.into()),
             }
         }

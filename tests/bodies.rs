@@ -140,7 +140,29 @@ fn unread_large_body_closes(engine: Engine) {
     );
 }
 
+/// Chunk extensions are bounded per body (16 KiB, as hyper), not only per line: seventeen
+/// one-byte chunks with 1,000 bytes of extensions each are refused with 400 and a close, and
+/// sixteen are served.
+fn chunk_extensions_are_bounded_per_body(engine: Engine) {
+    let srv = start(engine, app);
+    let chunked = |chunks: usize| {
+        let mut req =
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..chunks {
+            req.extend_from_slice(format!("1;{}\r\nx\r\n", "e".repeat(1000)).as_bytes());
+        }
+        req.extend_from_slice(b"0\r\n\r\n");
+        req
+    };
+    let r = Client::new(srv.addr).roundtrip(&chunked(16));
+    assert_eq!((r.status, r.text()), (200, "x".repeat(16)));
+    let r = Client::new(srv.addr).roundtrip(&chunked(17));
+    assert_eq!(r.status, 400);
+    assert!(r.closes());
+}
+
 engine_tests!(
+    chunk_extensions_are_bounded_per_body,
     unread_malformed_body_is_400,
     content_length_body_echoed,
     chunked_body_read_in_small_pieces,

@@ -10,17 +10,24 @@ use crate::http::request::BodyFraming;
 /// Longest chunk line (size plus extensions) accepted.
 const MAX_CHUNK_LINE: u32 = 4096;
 
+/// Most bytes of chunk extensions accepted in one body, all chunks together (hyper's bound):
+/// extensions carry nothing this server uses, and without a total a body of one-byte chunks
+/// could send thousands of framing bytes per byte of payload.
+const MAX_CHUNK_EXTENSIONS: u32 = 16 * 1024;
+
 /// Decodes a request body from raw bytes. Sans-I/O: it is fed slices and says how many bytes it
 /// used and where the payload is among them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Decoder {
     /// `remaining` payload bytes of a Content-Length body.
     Length { remaining: u64 },
-    /// A chunked body in `state`, with `total` payload bytes so far.
+    /// A chunked body in `state`, with `total` payload bytes and `extensions` bytes of chunk
+    /// extensions so far.
     Chunked {
         state: Chunk,
         total: u64,
         limit: u64,
+        extensions: u32,
     },
     /// The body is complete.
     Done,
@@ -69,6 +76,7 @@ impl Decoder {
                 state: Chunk::Size { size: 0, digits: 0 },
                 total: 0,
                 limit,
+                extensions: 0,
             },
         }
     }
@@ -99,6 +107,7 @@ impl Decoder {
                 state,
                 total,
                 limit,
+                extensions,
             } => {
                 let mut pos = 0;
                 while pos < input.len() {
@@ -115,6 +124,12 @@ impl Decoder {
                     }
                     let next = step(*state, input[pos], total, *limit)?;
                     pos += 1;
+                    if let Some(Chunk::Extension { .. }) = next {
+                        *extensions += 1;
+                        if *extensions > MAX_CHUNK_EXTENSIONS {
+                            return Err(ParseError::BadChunk);
+                        }
+                    }
                     match next {
                         Some(s) => *state = s,
                         None => {
@@ -227,6 +242,39 @@ pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunk_extensions_are_bounded_in_total() {
+        // Each line is within the per-line bound; together they pass the body's.
+        let line = format!("1;{}\r\nx\r\n", "e".repeat(1000));
+        let mut input = line.repeat(17);
+        input.push_str("0\r\n\r\n");
+        let mut dec = Decoder::new(BodyFraming::Chunked, u64::MAX);
+        let mut pos = 0;
+        let end = loop {
+            match dec.decode(&input.as_bytes()[pos..], usize::MAX) {
+                Ok(d) if d.consumed > 0 => pos += d.consumed,
+                other => break other,
+            }
+        };
+        assert_eq!(end, Err(ParseError::BadChunk));
+        assert!(
+            pos > 15 * line.len(),
+            "refused only past 16 KiB of extensions, at {pos}"
+        );
+        // Sixteen such chunks are fine.
+        let mut input = line.repeat(16);
+        input.push_str("0\r\n\r\n");
+        let mut dec = Decoder::new(BodyFraming::Chunked, u64::MAX);
+        let mut pos = 0;
+        while !dec.is_done() {
+            let d = dec
+                .decode(&input.as_bytes()[pos..], usize::MAX)
+                .expect("within the bound");
+            pos += d.consumed;
+        }
+        assert_eq!(pos, input.len());
+    }
 
     /// Decodes `input` fed in pieces of `step` bytes; returns payload or the first error.
     fn decode_all(input: &[u8], step: usize, limit: u64) -> Result<(Vec<u8>, usize), ParseError> {
