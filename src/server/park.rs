@@ -12,7 +12,8 @@
 //! parks a connection only once a read found its socket empty (EAGAIN), so every byte still to
 //! come, and the end of input, raises an event of its own.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
@@ -147,6 +148,53 @@ pub(crate) struct Parker {
     reads: HeadReads,
     parked: Mutex<Parked>,
     control: Arc<Control>,
+    /// The parker thread holds connections the full worker queue would not take: a worker that
+    /// takes a job wakes it to hand them on ([`Parker::job_taken`]).
+    backlogged: AtomicBool,
+}
+
+/// Connections ready for a worker that the full queue did not take yet, in order: the parker
+/// thread never blocks on the queue, so it keeps serving deadlines, idle closes and lingering
+/// closes while every worker is busy.
+struct Backlog(VecDeque<Job>);
+
+/// The workers' queue has gone: the server is stopping and the parker thread ends.
+struct QueueGone;
+
+impl Backlog {
+    /// Hands `job` to the workers, behind any held back; held back when the queue is full.
+    fn hand(&mut self, queue: &Sender<Job>, job: Job, parker: &Parker) -> Result<(), QueueGone> {
+        self.0.push_back(job);
+        self.flush(queue, parker)
+    }
+
+    /// Hands what is held back to the workers, in order, as far as the queue takes it.
+    fn flush(&mut self, queue: &Sender<Job>, parker: &Parker) -> Result<(), QueueGone> {
+        while let Some(job) = self.0.pop_front() {
+            let job = match queue.try_send(job) {
+                Ok(()) => continue,
+                Err(TrySendError::Disconnected(_)) => return Err(QueueGone),
+                Err(TrySendError::Full(job)) => job,
+            };
+            // Asked to be woken before the last try, so a worker that takes a job between the
+            // two cannot leave it waiting.
+            parker.backlogged.store(true, Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            match queue.try_send(job) {
+                Ok(()) => continue,
+                Err(TrySendError::Disconnected(_)) => return Err(QueueGone),
+                Err(TrySendError::Full(job)) => {
+                    self.0.push_front(job);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Parker {
@@ -183,7 +231,20 @@ impl Parker {
                 pending: Vec::new(),
             }),
             control,
+            backlogged: AtomicBool::new(false),
         })
+    }
+
+    /// A worker took a job from the queue: if the parker thread holds connections back for
+    /// room in it, it is woken to hand them on. The fence pairs with the parker's flag-then-try
+    /// (each side writes, fences, then reads what the other wrote), so one of the two sees
+    /// the other: a job taken just after the parker found the queue full always wakes it.
+    pub(crate) fn job_taken(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.backlogged.load(Ordering::Relaxed) && self.backlogged.swap(false, Ordering::SeqCst)
+        {
+            let _ = self.poller.notify();
+        }
     }
 
     /// The read buffers going round between the parker thread and the workers.
@@ -425,6 +486,7 @@ impl Parker {
         let mut ready = Vec::new();
         let mut expired = Vec::new();
         let mut jobs = Vec::new();
+        let mut backlog = Backlog(VecDeque::new());
         // Set when shutdown has just run every parked connection once: look again at once
         // (without waiting for an event nobody will send) whether the thread may end.
         let mut recheck = false;
@@ -459,7 +521,8 @@ impl Parker {
                         }
                     }
                 }
-                if parked.stopping && parked.sessions == 0 && ready.is_empty() {
+                if parked.stopping && parked.sessions == 0 && ready.is_empty() && backlog.is_empty()
+                {
                     // Later parks are refused and their connections closed by the worker.
                     parked.closed = true;
                     let last = (parked.queue.take(), std::mem::take(&mut parked.pending));
@@ -499,8 +562,11 @@ impl Parker {
                     self.park_again(conn);
                 }
             }
+            if backlog.flush(&queue, self).is_err() {
+                return;
+            }
             for job in jobs.drain(..) {
-                if queue.send(job).is_err() {
+                if backlog.hand(&queue, job, self).is_err() {
                     return;
                 }
             }
@@ -519,7 +585,7 @@ impl Parker {
                         Outcome::Close => continue,
                     }
                 };
-                if queue.send(Job::from(conn)).is_err() {
+                if backlog.hand(&queue, Job::from(conn), self).is_err() {
                     return;
                 }
             }

@@ -85,6 +85,9 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         ws: None,
     };
     while let Ok(job) = queue.recv() {
+        if let Some(parker) = &shared.parker {
+            parker.job_taken();
+        }
         let mut next = Some(job.into_connection());
         while let Some(conn) = next.take() {
             let idle = match (&conn.wait, &shared.parker) {

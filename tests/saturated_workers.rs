@@ -1,0 +1,77 @@
+//! The server engine's parker never blocks on a full worker queue: with every worker busy and
+//! the queue full, a request that is ready waits in the parker's backlog, and the parker goes
+//! on serving deadlines (a partial head gets its 408 on time) and, once a worker is free, hands
+//! the backlog on in order.
+#![cfg(feature = "server")]
+mod support;
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use support::Client;
+use twinhttp::Response;
+use twinhttp::server::Server;
+
+#[test]
+fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let entered_tx = Mutex::new(entered_tx);
+    let release = Mutex::new(release);
+    let srv = Server::builder()
+        .workers(1)
+        .queue(1)
+        .header_read_timeout(Duration::from_millis(400))
+        .serve("127.0.0.1:0", move |req: &mut twinhttp::Request<'_>| {
+            if req.path() == "/block" {
+                let _ = entered_tx.lock().expect("lock").send(());
+                // Bounded: the test releases it, or it gives up after 10 s.
+                let _ = release
+                    .lock()
+                    .expect("lock")
+                    .recv_timeout(Duration::from_secs(10));
+            }
+            Response::text("ok")
+        })
+        .expect("serve");
+    let addr = srv.local_addr();
+    // The one worker blocks in a handler.
+    let mut first = Client::new(addr);
+    first.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
+    entered
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the handler ran");
+    // The next request fills the queue (capacity 1); the one after it finds the queue full.
+    let mut queued = Client::new(addr);
+    queued.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut backlogged = Client::new(addr);
+    backlogged.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let limit = Instant::now() + Duration::from_secs(5);
+    while srv.stats().queued < 2 {
+        assert!(
+            Instant::now() < limit,
+            "two requests never queued: {:?}",
+            srv.stats()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A client that sends part of a head is answered 408 at the header-read timeout, while
+    // the worker is still blocked: the parker is not stuck on the full queue.
+    let started = Instant::now();
+    let mut slow = Client::new(addr);
+    slow.send(b"GET / HTTP/1.1\r\nHo");
+    let r = slow.response();
+    let took = started.elapsed();
+    assert_eq!(r.status, 408);
+    assert!(
+        took < Duration::from_secs(3),
+        "408 after {took:?} with the workers busy (header-read timeout 400 ms)"
+    );
+    // Released, every request is answered, in order.
+    for _ in 0..2 {
+        release_tx.send(()).expect("release");
+    }
+    assert_eq!(first.response().text(), "ok");
+    assert_eq!(queued.response().text(), "ok");
+    assert_eq!(backlogged.response().text(), "ok");
+}
