@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use crate::Limits;
 use crate::http::access::{AccessLog, Logging};
 use crate::http::address::Address;
 use crate::http::body::{self, Decoder};
@@ -17,6 +16,7 @@ use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::reason;
+use crate::limits::Limits;
 use crate::upgraded::Upgraded;
 
 /// Where a connection is between messages.
@@ -523,7 +523,7 @@ fn field(out: &mut Vec<u8>, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Body;
+    use crate::http::response::Body;
 
     fn respond(req: &[u8], resp: Response) -> (String, State) {
         let mut buf = ReadBuf::new();

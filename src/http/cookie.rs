@@ -3,7 +3,7 @@
 //! No crate: reading is a split on `;` and `=`. The `cookie` crate is built for `Set-Cookie`
 //! (attributes, expiry, signed and private jars) and brings the `time` crate with it.
 
-use crate::Request;
+use crate::http::request::Request;
 
 /// The `name=value` pairs of one `Cookie` field value, in order. Tolerant as browsers are:
 /// spaces and tabs around names and values are trimmed, a pair without `=` or with an empty

@@ -8,8 +8,9 @@ use std::io::{self, ErrorKind, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use crate::http::request::Request;
+use crate::http::response::Response;
 use crate::http::response::{Body, BodyKind, HeaderText};
-use crate::{Request, Response};
 
 impl Response {
     /// Serves the file at `path` as the answer to `req`:

@@ -2,8 +2,8 @@
 
 use std::mem::MaybeUninit;
 
-use crate::Limits;
 use crate::http::request::{BodyFraming, RequestHead, Span, Version};
+use crate::limits::Limits;
 
 /// Why a request was refused. `Copy`, so it can be matched and passed around freely.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

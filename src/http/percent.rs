@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use crate::{Error, ErrorKind, Request};
+use crate::error::{Error, ErrorKind};
+use crate::http::request::Request;
 
 /// Decodes every `%XX` escape in `s`. Borrows `s` when it has no escape.
 ///

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::Request;
+use crate::http::request::Request;
 
 impl<'a> Request<'a> {
     /// The query's name–value pairs, in order, decoded as a browser encodes a form:

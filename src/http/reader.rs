@@ -116,9 +116,11 @@ impl<S: Source> Read for BodyReader<'_, S> {
                 BodyEnd::Unread => {}
                 BodyEnd::Complete => return Ok(0),
                 BodyEnd::Failed(e) => return Err(Error::parse(e).into_io()),
-                BodyEnd::TooSlow => return Err(Error::new(crate::ErrorKind::TimedOut).into_io()),
+                BodyEnd::TooSlow => {
+                    return Err(Error::new(crate::error::ErrorKind::TimedOut).into_io());
+                }
                 BodyEnd::Broken => {
-                    return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
+                    return Err(Error::new(crate::error::ErrorKind::ConnectionClosed).into_io());
                 }
             }
             if out.is_empty() {
@@ -151,7 +153,7 @@ impl<S: Source> Read for BodyReader<'_, S> {
             match self.source.fill(self.buf) {
                 Ok(0) => {
                     self.end = BodyEnd::Broken;
-                    return Err(Error::new(crate::ErrorKind::ConnectionClosed).into_io());
+                    return Err(Error::new(crate::error::ErrorKind::ConnectionClosed).into_io());
                 }
                 Ok(_) => {}
                 // A source that does not wait (a drain) leaves the rest unread.

@@ -162,7 +162,8 @@ impl RequestHead {
     #[cfg(test)]
     pub(crate) fn parsed(raw: &[u8]) -> RequestHead {
         let mut head = RequestHead::default();
-        let parsed = crate::http::parse::parse_head(raw, &crate::Limits::default(), &mut head);
+        let parsed =
+            crate::http::parse::parse_head(raw, &crate::limits::Limits::default(), &mut head);
         assert!(
             matches!(parsed, Ok(Some(_))),
             "{parsed:?}: {}",
@@ -403,8 +404,8 @@ impl fmt::Debug for RequestBody<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Limits;
     use crate::http::parse::parse_head;
+    use crate::limits::Limits;
 
     #[test]
     fn every_value_of_a_repeated_field_in_order() {

@@ -19,10 +19,10 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::MinRate;
 use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
+use crate::rate::MinRate;
 
 /// Wakes the engine that drives a session, from any thread (a sender pushed, or shutdown
 /// began).

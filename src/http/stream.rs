@@ -78,7 +78,7 @@ impl Streaming {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Body;
+    use crate::http::response::Body;
 
     fn all(mut st: Streaming) -> (Vec<u8>, bool) {
         let mut out = Vec::new();
