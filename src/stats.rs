@@ -105,6 +105,7 @@ pub(crate) struct Counters {
     /// Connections accepted (`handled`, nginx's, is these less those over capacity).
     accepted: AtomicU64,
     panics: AtomicU64,
+    blocking_handlers: AtomicU64,
     over_capacity: AtomicU64,
     header_timeouts: AtomicU64,
     too_slow: AtomicU64,
@@ -135,6 +136,7 @@ impl Counters {
             slots: Box::new(std::array::from_fn(|_| CachePadded::new(Slot::default()))),
             accepted: AtomicU64::new(0),
             panics: AtomicU64::new(0),
+            blocking_handlers: AtomicU64::new(0),
             over_capacity: AtomicU64::new(0),
             header_timeouts: AtomicU64::new(0),
             too_slow: AtomicU64::new(0),
@@ -167,6 +169,11 @@ impl Counters {
     /// A handler panicked.
     pub(crate) fn panicked(&self) {
         self.panics.fetch_add(1, Relaxed);
+    }
+
+    /// An inline handler call held its event loop past the warning threshold.
+    pub(crate) fn blocking_handler(&self) {
+        self.blocking_handlers.fetch_add(1, Relaxed);
     }
 
     /// The engine answered or closed a connection itself.
@@ -266,6 +273,7 @@ impl Counters {
             per_loop: self.loops.iter().map(|l| l.load(Relaxed) as u64).collect(),
             refused,
             panics: self.panics.load(Relaxed),
+            blocking_handlers: self.blocking_handlers.load(Relaxed),
             threads: threads as u64,
         }
     }
@@ -342,6 +350,12 @@ pub struct Stats {
     pub refused: Vec<(Refusal, u64)>,
     /// Handler panics (each answered `500`, its connection closed).
     pub panics: u64,
+    /// Handler calls that held a reactor loop longer than its blocking-warning threshold
+    /// (inline dispatch; [`reactor::Builder::blocking_warning`]); 0 on the server engine and
+    /// with pool dispatch.
+    ///
+    /// [`reactor::Builder::blocking_warning`]: crate::reactor::Builder::blocking_warning
+    pub blocking_handlers: u64,
     /// The engine's threads alive: workers, loops, pool workers, the parker and the acceptor,
     /// and the threads of detached connections.
     pub threads: u64,

@@ -9,6 +9,7 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::Config;
+use super::blocking::Blocking;
 use super::connection::{Connection, Cx, Next, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
@@ -70,6 +71,8 @@ pub(crate) struct EventLoop<H> {
     wakes: Arc<Wakes>,
     stopping: bool,
     index: usize,
+    /// Times inline handler calls (off with pool dispatch).
+    blocking: Blocking,
 }
 
 impl<H: Handler> EventLoop<H> {
@@ -88,6 +91,11 @@ impl<H: Handler> EventLoop<H> {
             )?),
             None => None,
         };
+        // Only inline calls hold a loop; pool workers are the pool's.
+        let blocking = Blocking::new(match parts.pool {
+            None => parts.cfg.blocking_warning,
+            Some(_) => None,
+        });
         Ok(EventLoop {
             poller: parts.poller.clone(),
             listener,
@@ -111,6 +119,7 @@ impl<H: Handler> EventLoop<H> {
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
             stopping: false,
             index: parts.index,
+            blocking,
         })
     }
 
@@ -189,6 +198,7 @@ impl<H: Handler> EventLoop<H> {
                 key,
                 wakes: &self.wakes,
                 counters: &self.control.counters,
+                blocking: &mut self.blocking,
             },
             &mut self.conns,
         )

@@ -23,6 +23,7 @@
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
 
+mod blocking;
 mod connection;
 mod event_loop;
 mod inbox;
@@ -99,6 +100,8 @@ pub(crate) struct Config {
     /// Plain, or TLS ([`Builder::tls`]).
     pub(crate) wrap: Wrap,
     pub(crate) access_log: Logging,
+    /// Inline handler calls that hold a loop longer than this are counted and warned of.
+    pub(crate) blocking_warning: Option<Duration>,
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.
@@ -159,6 +162,7 @@ impl Default for Builder {
                 limits: Limits::default(),
                 wrap: Wrap::Plain,
                 access_log: Logging::Off,
+                blocking_warning: Some(Duration::from_millis(100)),
             },
             stats: HandleSlot::default(),
         }
@@ -247,6 +251,16 @@ impl Builder {
     /// nothing. Default: off.
     pub fn access_log(mut self, on: bool) -> Self {
         self.cfg.access_log = Logging::from(on);
+        self
+    }
+
+    /// With inline dispatch, a handler call that holds its loop longer than this is counted in
+    /// [`Stats::blocking_handlers`] and logged at warn level with its method and path (at most
+    /// once every 10 s per loop): nothing else on that loop runs while it does. `None`: off
+    /// (for benchmarks: no clock is read then). Has no effect with [`Dispatch::Pool`]. Default:
+    /// 100 ms.
+    pub fn blocking_warning(mut self, threshold: Option<Duration>) -> Self {
+        self.cfg.blocking_warning = threshold;
         self
     }
 

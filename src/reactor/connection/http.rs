@@ -299,6 +299,7 @@ impl Connection {
             });
             return Step::Progress;
         }
+        let started = cx.blocking.start();
         let answered = answer(
             cx.handler,
             &head,
@@ -306,6 +307,7 @@ impl Connection {
             Some(&self.peer),
             cx.counters,
         );
+        cx.blocking.returned(started, &head, cx.counters);
         self.respond(head, answered, cx);
         Step::Answered
     }

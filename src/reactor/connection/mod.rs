@@ -16,6 +16,7 @@ pub(crate) use session::Wakes;
 use busy::{Busy, Exchange};
 
 use super::Config;
+use super::blocking::Blocking;
 use super::pool::PoolSender;
 use super::pools::Pools;
 use crate::Handler;
@@ -42,6 +43,8 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) key: usize,
     pub(crate) wakes: &'a Arc<Wakes>,
     pub(crate) counters: &'a Counters,
+    /// Times inline handler calls, for the blocking warning.
+    pub(crate) blocking: &'a mut Blocking,
 }
 
 /// What the loop should do with a connection after a step.

@@ -1,0 +1,89 @@
+//! The warning for a handler that blocks its event loop. With inline dispatch a handler runs on
+//! the loop, and nothing else on that loop (other connections' requests, accepts, deadlines)
+//! runs until it returns; a handler that sleeps or waits on I/O stalls them all. Each inline call
+//! is timed on the coarse monotonic clock (a few nanoseconds, no system call); one that held the
+//! loop past the threshold is counted in `Stats::blocking_handlers` and, at most once every
+//! [`WARN_EVERY`] per loop, logged at warn level with its method and path.
+
+use std::time::{Duration, Instant};
+
+use crate::http::request::RequestHead;
+use crate::stats::Counters;
+
+/// At most one warning per loop in this long (each call is still counted).
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// One loop's timing of its inline handler calls.
+pub(crate) struct Blocking {
+    threshold: Option<Duration>,
+    last_warning: Option<Instant>,
+}
+
+impl Blocking {
+    /// Warns past `threshold`; `None`: off (no clock read at all).
+    pub(crate) fn new(threshold: Option<Duration>) -> Self {
+        Blocking {
+            threshold,
+            last_warning: None,
+        }
+    }
+
+    /// A handler call begins: its start, when the warning is on.
+    #[inline]
+    pub(crate) fn start(&self) -> Option<Duration> {
+        self.threshold.map(|_| coarse_now())
+    }
+
+    /// The call for `head`'s request that began at `started` returned.
+    #[inline]
+    pub(crate) fn returned(
+        &mut self,
+        started: Option<Duration>,
+        head: &RequestHead,
+        counters: &Counters,
+    ) {
+        let (Some(started), Some(threshold)) = (started, self.threshold) else {
+            return;
+        };
+        let held = coarse_now().saturating_sub(started);
+        if held > threshold {
+            self.held_too_long(held, head, counters);
+        }
+    }
+
+    #[cold]
+    fn held_too_long(&mut self, held: Duration, head: &RequestHead, counters: &Counters) {
+        counters.blocking_handler();
+        let now = Instant::now();
+        if self
+            .last_warning
+            .is_some_and(|t| now.saturating_duration_since(t) < WARN_EVERY)
+        {
+            return;
+        }
+        self.last_warning = Some(now);
+        log::warn!(
+            "a handler held its event loop for {} ms on {} {}: with inline dispatch nothing else on \
+             the loop runs meanwhile; run blocking handlers with Dispatch::Pool (this warning: at \
+             most once every {} s per loop)",
+            held.as_millis(),
+            head.method(),
+            head.path(),
+            WARN_EVERY.as_secs()
+        );
+    }
+}
+
+/// The coarse monotonic clock (updated every tick, read without a system call where the kernel
+/// offers it), as time since its epoch.
+fn coarse_now() -> Duration {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let id = rustix::time::ClockId::MonotonicCoarse;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let id = rustix::time::ClockId::Monotonic;
+    let t = rustix::time::clock_gettime(id);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}

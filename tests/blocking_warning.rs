@@ -1,0 +1,83 @@
+//! A handler that blocks its event loop is warned of: with inline dispatch, a call that holds
+//! the loop past the threshold (100 ms by default) logs one warning naming its method and path
+//! and is counted in `Stats::blocking_handlers`; a fast handler is not, and neither the server
+//! engine nor pool dispatch warns (their handlers hold no loop).
+mod support;
+use std::sync::{Mutex, Once};
+
+use support::{Client, Engine, app, start};
+
+/// The warnings logged by the crate so far (this binary has one test, so they are its own).
+static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() == log::Level::Warn && m.target().starts_with("twinhttp")
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let mut lines = LINES.lock().unwrap_or_else(|e| e.into_inner());
+            lines.push(r.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+fn warnings() -> Vec<String> {
+    LINES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// One test, so that the engines run one after the other and each one's warnings are told
+/// apart by when they came.
+#[test]
+fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&Capture).expect("the only logger of this binary");
+        log::set_max_level(log::LevelFilter::Warn);
+    });
+    for engine in Engine::all() {
+        let before = warnings().len();
+        let srv = start(engine, app);
+        let mut c = Client::new(srv.addr);
+        // Fast: no warning.
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+            200
+        );
+        // 200 ms asleep in the handler.
+        let r = c.roundtrip(b"GET /sleep?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 200);
+        // The warning is logged before the response is queued: it is there now.
+        let new: Vec<String> = warnings()[before..]
+            .iter()
+            .filter(|l| l.contains("held its event loop"))
+            .cloned()
+            .collect();
+        let counted = srv.stats().blocking_handlers;
+        if engine == Engine::ReactorInline {
+            assert_eq!(new.len(), 1, "{engine:?}: {new:?}");
+            assert!(
+                new[0].contains("GET /sleep") && !new[0].contains("ms=200"),
+                "the method and path, not the query: {}",
+                new[0]
+            );
+            assert_eq!(counted, 1, "{engine:?}");
+            // A second one within 10 s is counted, not logged again.
+            c.roundtrip(b"GET /sleep?ms=150 HTTP/1.1\r\nHost: t\r\n\r\n");
+            assert_eq!(srv.stats().blocking_handlers, 2);
+            let again = warnings()[before..]
+                .iter()
+                .filter(|l| l.contains("held its event loop"))
+                .count();
+            assert_eq!(again, 1, "rate-limited");
+        } else {
+            assert!(new.is_empty(), "{engine:?} warned: {new:?}");
+            assert_eq!(counted, 0, "{engine:?}");
+        }
+    }
+}
