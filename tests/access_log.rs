@@ -106,13 +106,39 @@ fn one_line_per_exchange(engine: Engine) {
     assert_line(&lines[5], peer, "GET /echo HTTP/1.0", 200, 3);
 }
 
-/// An error the engine answered itself is logged too, with `"-"` for a head it could not read.
+/// An error the engine answered itself is logged too: with the request when its request line
+/// was read (the refusal came from a field or the framing rules), with `"-"` for a head it could
+/// not read.
 fn refusals_are_logged(engine: Engine) {
-    let (_srv, mut c, peer) = logged(engine, Config::default());
-    c.send(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
+    let (srv, mut c, peer) = logged(engine, Config::default());
+    c.send(b"POST /upload?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
     assert_eq!(c.response().status, 400);
     let lines = lines_of(peer, 1, Duration::from_secs(10));
     assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_line(
+        &lines[0],
+        peer,
+        "POST /upload?x=1 HTTP/1.1",
+        400,
+        "Bad Request".len() as u64,
+    );
+    let mut c = Client::new(srv.addr);
+    let peer = c.reader.get_ref().local_addr().expect("local address");
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\nExpect: a-miracle\r\n\r\n");
+    assert_eq!(c.response().status, 417);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_line(
+        &lines[0],
+        peer,
+        "GET / HTTP/1.1",
+        417,
+        "Expectation Failed".len() as u64,
+    );
+    let mut c = Client::new(srv.addr);
+    let peer = c.reader.get_ref().local_addr().expect("local address");
+    c.send(b"NOT A REQUEST LINE\r\n\r\n");
+    assert_eq!(c.response().status, 400);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
     assert_line(&lines[0], peer, "-", 400, "Bad Request".len() as u64);
 }
 

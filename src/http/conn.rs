@@ -210,6 +210,11 @@ impl Conn {
             Ok(None) => Ok(None),
             Err(e) => {
                 self.state = State::Closing(Close::Linger);
+                // Refused after its request line was read (a field, the framing rules): the
+                // access log names the request.
+                if head.has_line() {
+                    self.access.head(head);
+                }
                 Err(e)
             }
         }

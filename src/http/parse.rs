@@ -69,6 +69,9 @@ pub(crate) fn parse_head(
     limits: &Limits,
     head: &mut RequestHead,
 ) -> Result<Option<usize>, ParseError> {
+    // Empty until the request line passes: a refusal after that point (a field, the framing
+    // rules) leaves the parsed head for the access log.
+    head.clear();
     let mut slots =
         [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
     let mut req = httparse::Request::new(&mut []);
@@ -98,7 +101,6 @@ pub(crate) fn parse_head(
         Version::Http11
     };
 
-    head.clear();
     head.buf.extend_from_slice(&buf[..len]);
     let base = buf.as_ptr() as usize;
     let span = |s: &[u8]| Span::of(s.as_ptr() as usize - base, s.len());

@@ -82,6 +82,11 @@ pub(crate) struct RequestHead {
 }
 
 impl RequestHead {
+    /// True once a request line was parsed into this head (it is cleared at each parse).
+    pub(crate) fn has_line(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
     pub(crate) fn clear(&mut self) {
         self.buf.clear();
         self.headers.clear();
