@@ -99,6 +99,8 @@
 //! ```
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
+// The examples in the docs and the README compile without a warning.
+#![doc(test(attr(deny(warnings), allow(dead_code))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Entry points into the core for this crate's own criterion benches (feature

@@ -7,6 +7,7 @@
 /// ```
 /// let mut limits = twinhttp::Limits::default();
 /// limits.max_body_bytes = 1 << 20;
+/// # assert_eq!(limits.max_body_bytes, 1 << 20);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

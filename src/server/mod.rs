@@ -12,7 +12,7 @@
 //! waits on each connection's socket, and as many silent connections as workers stop it).
 //!
 //! ```no_run
-//! use std::time::{Duration, Instant};
+//! use std::time::Duration;
 //! use twinhttp::{Request, Response, server::Server};
 //!
 //! let server = Server::builder()

@@ -17,7 +17,7 @@ use super::{Refusal, Stats};
 /// use twinhttp::{Response, handler_fn, reactor::Reactor};
 ///
 /// let reactor = Reactor::builder().serve("127.0.0.1:8080", handler_fn(|_| Response::text("hi")))?;
-/// loop {
+/// while reactor.open_connections() < usize::MAX {
 ///     twinhttp::stats::publish(&reactor.stats());
 ///     std::thread::sleep(Duration::from_secs(5));
 /// }
