@@ -233,8 +233,8 @@ fn main() {
     let running = args.serve_with(demo);
     eprintln!(
         "demo: listening on {} ({}) (routes: /routes)",
-        running.url(args.tls_cert.is_some()),
+        support::url(&running, args.tls_cert.is_some()),
         args.label()
     );
-    running.until_signal("demo", signals);
+    support::until_signal(running, "demo", signals);
 }

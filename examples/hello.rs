@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use twinhttp::ws::{RequestExt, WsMessage, WsSender};
-use twinhttp::{Request, Response};
+use twinhttp::{Engine, Request, Response};
 
 fn hello(req: &mut Request<'_>) -> Response {
     match req.path() {
@@ -47,5 +47,26 @@ fn number(req: &Request<'_>, name: &str) -> Option<u64> {
 }
 
 fn main() {
-    support::Args::run("hello", hello);
+    support::init_logger();
+    let signals = support::Signals::install("hello");
+    let args = support::Args::parse();
+    // The engine is one value chosen at run time (`--engine server|reactor`, `--dispatch
+    // inline|pool`); every setting is made once on one builder, whichever engine serves, and
+    // the running server is one type.
+    let engine: Engine = args.engine();
+    let builder = args.configure(engine.builder().idle_timeout(Duration::from_secs(60)));
+    let running = match &args.unix {
+        Some(path) => builder.serve_unix(path, hello),
+        None => builder.serve(&*args.addr, hello),
+    }
+    .unwrap_or_else(|e| {
+        eprintln!("error: {e}"); // names the address
+        std::process::exit(1)
+    });
+    eprintln!(
+        "hello: listening on {} ({})",
+        support::url(&running, args.tls_cert.is_some()),
+        args.label()
+    );
+    support::until_signal(running, "hello", signals);
 }

@@ -25,5 +25,5 @@ fn main() {
         running.local_addr(),
         args.label()
     );
-    running.until_signal("hello_reactor", signals);
+    support::until_signal(running, "hello_reactor", signals);
 }

@@ -108,6 +108,7 @@
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench;
+mod choice;
 mod deadline;
 mod engine;
 mod error;
@@ -159,6 +160,7 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/files.md")]
 pub struct DocsDoctests;
 
+pub use choice::{Builder, Engine, Running};
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::{Handler, handler_fn};

@@ -4,12 +4,11 @@
 pub mod child;
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use twinhttp::Handler;
-use twinhttp::reactor::{Dispatch, Reactor};
+use twinhttp::reactor::Dispatch;
 use twinhttp::stats::StatsHandle;
+use twinhttp::{Builder, Engine, Handler, Running};
 
 /// Options every example takes.
 pub struct Args {
@@ -174,6 +173,56 @@ impl Args {
         }
     }
 
+    /// The engine the options name: one value.
+    pub fn engine(&self) -> Engine {
+        match (self.engine.as_str(), self.dispatch.as_str()) {
+            #[cfg(feature = "server")]
+            ("server", _) => Engine::Server,
+            ("reactor", "pool") => Engine::ReactorPool,
+            ("reactor", _) => Engine::Reactor,
+            _ => usage("this build has no server engine: add --features server"),
+        }
+    }
+
+    /// `builder` with the options applied: the shared ones once, each engine's own to it.
+    pub fn configure(&self, builder: Builder) -> Builder {
+        let mut b = builder.access_log(self.access_log);
+        #[cfg(feature = "server")]
+        {
+            b = b.server(|mut s| {
+                s = s.parking(match (self.no_park, self.session_threads) {
+                    (true, _) => twinhttp::server::Parking::Off,
+                    (false, true) => twinhttp::server::Parking::Http,
+                    (false, false) => twinhttp::server::Parking::All,
+                });
+                if let Some(n) = self.threads {
+                    s = s.workers(n);
+                }
+                if let Some(t) = self.park_linger {
+                    s = s.park_linger(t);
+                }
+                s
+            });
+        }
+        b = b.reactor(|mut r| {
+            if let Some(n) = self.threads {
+                r = r.loops(n);
+            }
+            if self.accept == "thread" {
+                r = r.accept(twinhttp::reactor::Accept::Thread);
+            }
+            if let (Some(n), "pool") = (self.workers, self.dispatch.as_str()) {
+                r = r.dispatch(Dispatch::Pool(n));
+            }
+            r
+        });
+        #[cfg(feature = "tls")]
+        if let Some(config) = self.tls() {
+            b = b.tls(config);
+        }
+        b
+    }
+
     /// Starts `handler` on the chosen engine; exits with a message when it cannot.
     pub fn serve(&self, handler: impl Handler) -> Running {
         self.serve_with(|_| handler)
@@ -182,57 +231,11 @@ impl Args {
     /// Starts the handler `make` returns, given the engine's live counters, on the chosen
     /// engine; exits with a message when it cannot.
     pub fn serve_with<H: Handler>(&self, make: impl FnOnce(StatsHandle) -> H) -> Running {
-        let running = match self.engine.as_str() {
-            #[cfg(feature = "server")]
-            "server" => {
-                let mut b = twinhttp::server::Server::builder()
-                    .parking(match (self.no_park, self.session_threads) {
-                        (true, _) => twinhttp::server::Parking::Off,
-                        (false, true) => twinhttp::server::Parking::Http,
-                        (false, false) => twinhttp::server::Parking::All,
-                    })
-                    .access_log(self.access_log);
-                let handler = make(b.stats_handle());
-                if let Some(n) = self.threads {
-                    b = b.workers(n);
-                }
-                if let Some(t) = self.park_linger {
-                    b = b.park_linger(t);
-                }
-                #[cfg(feature = "tls")]
-                if let Some(config) = self.tls() {
-                    b = b.tls(config);
-                }
-                match &self.unix {
-                    Some(path) => b.serve_unix(path, handler),
-                    None => b.serve(&*self.addr, handler),
-                }
-                .map(Running::Server)
-            }
-            "reactor" => {
-                let mut b = Reactor::builder().access_log(self.access_log);
-                let handler = make(b.stats_handle());
-                if let Some(n) = self.threads {
-                    b = b.loops(n);
-                }
-                if self.accept == "thread" {
-                    b = b.accept(twinhttp::reactor::Accept::Thread);
-                }
-                if self.dispatch == "pool" {
-                    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-                    b = b.dispatch(Dispatch::Pool(self.workers.unwrap_or(4 * cores)));
-                }
-                #[cfg(feature = "tls")]
-                if let Some(config) = self.tls() {
-                    b = b.tls(config);
-                }
-                match &self.unix {
-                    Some(path) => b.serve_unix(path, handler),
-                    None => b.serve(&*self.addr, handler),
-                }
-                .map(Running::Reactor)
-            }
-            _ => usage("this build has no server engine: add --features server"),
+        let mut builder = self.configure(self.engine().builder());
+        let handler = make(builder.stats_handle());
+        let running = match &self.unix {
+            Some(path) => builder.serve_unix(path, handler),
+            None => builder.serve(&*self.addr, handler),
         };
         running.unwrap_or_else(|e| {
             eprintln!("error: {e}"); // names the address: "cannot bind 127.0.0.1:8080: ..."
@@ -255,10 +258,10 @@ impl Args {
         let running = args.serve_with(|stats| make(&args, stats));
         eprintln!(
             "{name}: listening on {} ({})",
-            running.url(args.tls_cert.is_some()),
+            url(&running, args.tls_cert.is_some()),
             args.label()
         );
-        running.until_signal(name, signals);
+        until_signal(running, name, signals);
     }
 
     /// A label for the configuration, for log lines.
@@ -291,66 +294,32 @@ impl Signals {
     }
 }
 
-/// The running engine.
-pub enum Running {
-    #[cfg(feature = "server")]
-    Server(twinhttp::server::Server),
-    Reactor(Reactor),
+/// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
+pub fn url(running: &Running, tls: bool) -> String {
+    match running.address() {
+        twinhttp::Address::Tcp(a) if tls => format!("https://{a}"),
+        twinhttp::Address::Tcp(a) => format!("http://{a}"),
+        other => other.to_string(),
+    }
 }
 
-impl Running {
-    pub fn local_addr(&self) -> SocketAddr {
-        match self {
-            #[cfg(feature = "server")]
-            Running::Server(s) => s.local_addr(),
-            Running::Reactor(r) => r.local_addr(),
+/// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully: no new connections,
+/// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
+/// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
+pub fn until_signal(running: Running, name: &str, signals: Signals) -> ! {
+    let _ = signals.0.recv();
+    log::info!("{name}: shutting down");
+    let done = running.shutdown(Duration::from_secs(5));
+    // Whoever reads our stderr may be gone by now: a failed write is not a failed shutdown.
+    let mut stderr = std::io::stderr();
+    match done {
+        Ok(()) => {
+            let _ = writeln!(stderr, "{name}: shut down");
+            std::process::exit(0)
         }
-    }
-
-    /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
-    pub fn url(&self, tls: bool) -> String {
-        let address = match self {
-            #[cfg(feature = "server")]
-            Running::Server(s) => s.address(),
-            Running::Reactor(r) => r.address(),
-        };
-        match address {
-            twinhttp::Address::Tcp(a) if tls => format!("https://{a}"),
-            twinhttp::Address::Tcp(a) => format!("http://{a}"),
-            other => other.to_string(),
-        }
-    }
-
-    pub fn wait(self) {
-        match self {
-            #[cfg(feature = "server")]
-            Running::Server(s) => s.wait(),
-            Running::Reactor(r) => r.wait(),
-        }
-    }
-
-    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully: no new connections,
-    /// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
-    /// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
-    pub fn until_signal(self, name: &str, signals: Signals) -> ! {
-        let _ = signals.0.recv();
-        log::info!("{name}: shutting down");
-        let done = match self {
-            #[cfg(feature = "server")]
-            Running::Server(s) => s.shutdown(Duration::from_secs(5)),
-            Running::Reactor(r) => r.shutdown(Duration::from_secs(5)),
-        };
-        // Whoever reads our stderr may be gone by now: a failed write is not a failed shutdown.
-        let mut stderr = std::io::stderr();
-        match done {
-            Ok(()) => {
-                let _ = writeln!(stderr, "{name}: shut down");
-                std::process::exit(0)
-            }
-            Err(e) => {
-                let _ = writeln!(stderr, "{name}: shutdown: {e}");
-                std::process::exit(1)
-            }
+        Err(e) => {
+            let _ = writeln!(stderr, "{name}: shutdown: {e}");
+            std::process::exit(1)
         }
     }
 }
