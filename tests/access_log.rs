@@ -5,38 +5,12 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use support::{Client, Config, Engine, TestServer, app, start_with};
 
-/// The access-log lines logged so far, by every test of this binary.
-static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl log::Log for Capture {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.target() == "twinhttp::access"
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            assert_eq!(r.level(), log::Level::Info);
-            let mut lines = LINES.lock().unwrap_or_else(|e| e.into_inner());
-            lines.push(r.args().to_string());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        log::set_logger(&Capture).expect("the only logger of this binary");
-        log::set_max_level(log::LevelFilter::Info);
-    });
+    support::logs::capture(log::Level::Info, "twinhttp::access");
 }
 
 /// The lines logged for connections from `peer`, once there are `n` (waiting at most `within`).
@@ -44,9 +18,7 @@ fn lines_of(peer: SocketAddr, n: usize, within: Duration) -> Vec<String> {
     let prefix = format!("{peer} ");
     let deadline = Instant::now() + within;
     loop {
-        let mine: Vec<String> = LINES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let mine: Vec<String> = support::logs::lines()
             .iter()
             .filter(|l| l.starts_with(&prefix))
             .cloned()

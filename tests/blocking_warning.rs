@@ -3,43 +3,17 @@
 //! and is counted in `Stats::blocking_handlers`; a fast handler is not, and neither the server
 //! engine nor pool dispatch warns (their handlers hold no loop).
 mod support;
-use std::sync::{Mutex, Once};
-
 use support::{Client, Engine, app, start};
 
-/// The warnings logged by the crate so far (this binary has one test, so they are its own).
-static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl log::Log for Capture {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() == log::Level::Warn && m.target().starts_with("twinhttp")
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            let mut lines = LINES.lock().unwrap_or_else(|e| e.into_inner());
-            lines.push(r.args().to_string());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 fn warnings() -> Vec<String> {
-    LINES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    support::logs::lines()
 }
 
 /// One test, so that the engines run one after the other and each one's warnings are told
 /// apart by when they came.
 #[test]
 fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        log::set_logger(&Capture).expect("the only logger of this binary");
-        log::set_max_level(log::LevelFilter::Warn);
-    });
+    support::logs::capture(log::Level::Warn, "twinhttp");
     for engine in Engine::all() {
         let before = warnings().len();
         let srv = start(engine, app);

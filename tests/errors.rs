@@ -6,7 +6,6 @@ mod support;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
-use std::sync::{Mutex, Once};
 
 use support::{Client, Engine, start};
 use twinhttp::reactor::{Accept, Reactor};
@@ -140,32 +139,8 @@ fn tls_pem_errors_name_the_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The error lines logged by the crate so far, by every test of this binary.
-static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl log::Log for Capture {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() == log::Level::Error && m.target().starts_with("twinhttp")
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            let mut lines = LINES.lock().unwrap_or_else(|e| e.into_inner());
-            lines.push(r.args().to_string());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        log::set_logger(&Capture).expect("the only logger of this binary");
-        log::set_max_level(log::LevelFilter::Error);
-    });
+    support::logs::capture(log::Level::Error, "twinhttp");
 }
 
 fn panics(req: &mut Request<'_>) -> Response {
@@ -185,7 +160,7 @@ fn a_panic_is_logged_with_method_and_path(engine: Engine) {
         Client::new(srv.addr).request(&format!("POST {path}?secret=1"), "Content-Length: 0\r\n");
     assert_eq!(r.status, 500);
     let want = format!("handler panicked on POST {path}; answering 500");
-    let lines = LINES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let lines = support::logs::lines();
     assert_eq!(
         lines.iter().filter(|l| **l == want).count(),
         1,
