@@ -24,6 +24,7 @@
 //! # Ok::<(), twinhttp::Error>(())
 //! ```
 
+mod backlog;
 mod connection;
 mod detached;
 mod exchange;

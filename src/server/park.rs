@@ -12,7 +12,7 @@
 //! parks a connection only once a read found its socket empty (EAGAIN), so every byte still to
 //! come, and the end of input, raises an event of its own.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
@@ -21,6 +21,7 @@ use crossbeam_channel::{Sender, TrySendError};
 use polling::{Event, Events, Poller};
 use slab::Slab;
 
+use super::backlog::Backlog;
 use super::connection::{Connection, Job};
 use super::head::{self, Buffers, HeadReads, Outcome};
 use crate::engine::{Control, wait_events};
@@ -153,50 +154,6 @@ pub(crate) struct Parker {
     backlogged: AtomicBool,
 }
 
-/// Connections ready for a worker that the full queue did not take yet, in order: the parker
-/// thread never blocks on the queue, so it keeps serving deadlines, idle closes and lingering
-/// closes while every worker is busy.
-struct Backlog(VecDeque<Job>);
-
-/// The workers' queue has gone: the server is stopping and the parker thread ends.
-struct QueueGone;
-
-impl Backlog {
-    /// Hands `job` to the workers, behind any held back; held back when the queue is full.
-    fn hand(&mut self, queue: &Sender<Job>, job: Job, parker: &Parker) -> Result<(), QueueGone> {
-        self.0.push_back(job);
-        self.flush(queue, parker)
-    }
-
-    /// Hands what is held back to the workers, in order, as far as the queue takes it.
-    fn flush(&mut self, queue: &Sender<Job>, parker: &Parker) -> Result<(), QueueGone> {
-        while let Some(job) = self.0.pop_front() {
-            let job = match queue.try_send(job) {
-                Ok(()) => continue,
-                Err(TrySendError::Disconnected(_)) => return Err(QueueGone),
-                Err(TrySendError::Full(job)) => job,
-            };
-            // Asked to be woken before the last try, so a worker that takes a job between the
-            // two cannot leave it waiting.
-            parker.backlogged.store(true, Ordering::Relaxed);
-            std::sync::atomic::fence(Ordering::SeqCst);
-            match queue.try_send(job) {
-                Ok(()) => continue,
-                Err(TrySendError::Disconnected(_)) => return Err(QueueGone),
-                Err(TrySendError::Full(job)) => {
-                    self.0.push_front(job);
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 impl std::fmt::Debug for Parker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Parker").finish_non_exhaustive()
@@ -233,6 +190,13 @@ impl Parker {
             control,
             backlogged: AtomicBool::new(false),
         })
+    }
+
+    /// The parker thread holds connections back: the next job a worker takes wakes it. (Set
+    /// before the parker's last try, and fenced, see [`Parker::job_taken`].)
+    pub(super) fn ask_to_be_woken(&self) {
+        self.backlogged.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
     }
 
     /// A worker took a job from the queue: if the parker thread holds connections back for
@@ -486,7 +450,7 @@ impl Parker {
         let mut ready = Vec::new();
         let mut expired = Vec::new();
         let mut jobs = Vec::new();
-        let mut backlog = Backlog(VecDeque::new());
+        let mut backlog = Backlog::default();
         // Set when shutdown has just run every parked connection once: look again at once
         // (without waiting for an event nobody will send) whether the thread may end.
         let mut recheck = false;
