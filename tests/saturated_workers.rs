@@ -75,3 +75,48 @@ fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
     assert_eq!(queued.response().text(), "ok");
     assert_eq!(backlogged.response().text(), "ok");
 }
+
+/// Shutdown while the parker holds connections back: every request already read is answered,
+/// and the server ends well within its grace (the parker thread sees its backlog emptied; it
+/// waited for ever before, and shutdown timed out).
+#[test]
+fn shutdown_with_a_backlog_answers_everything_and_ends() {
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let entered_tx = Mutex::new(entered_tx);
+    let srv = Server::builder()
+        .workers(1)
+        .queue(1)
+        .serve("127.0.0.1:0", move |req: &mut twinhttp::Request<'_>| {
+            if req.path() == "/first" {
+                let _ = entered_tx.lock().expect("lock").send(());
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            Response::text("ok")
+        })
+        .expect("serve");
+    let addr = srv.local_addr();
+    let mut first = Client::new(addr);
+    first.send(b"GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
+    entered
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the handler ran");
+    // One in the queue, two held back by the parker.
+    let mut others: Vec<Client> = (0..3).map(|_| Client::new(addr)).collect();
+    for c in &mut others {
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    }
+    let limit = Instant::now() + Duration::from_secs(5);
+    while srv.stats().queued < 3 {
+        assert!(Instant::now() < limit, "never queued: {:?}", srv.stats());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    let done = srv.shutdown(Duration::from_secs(4));
+    let took = started.elapsed();
+    assert_eq!(first.response().text(), "ok");
+    for c in &mut others {
+        assert_eq!(c.response().text(), "ok");
+    }
+    assert!(done.is_ok(), "shutdown: {done:?} after {took:?}");
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+}

@@ -526,8 +526,15 @@ impl Parker {
                     self.park_again(conn);
                 }
             }
+            let held_back = !backlog.is_empty();
             if backlog.flush(&queue, self).is_err() {
                 return;
+            }
+            // The last held-back connection went out while shutting down: nothing else may
+            // wake this thread to see that it can end (no deadline is left, and a worker wakes
+            // it only while it holds some back), so look again at once.
+            if held_back && backlog.is_empty() && self.control.is_shutting_down() {
+                recheck = true;
             }
             for job in jobs.drain(..) {
                 if backlog.hand(&queue, job, self).is_err() {
