@@ -170,7 +170,9 @@ impl Builder {
     }
 
     /// A handle that reads the serving engine's [`Stats`] once it serves (see the engines'
-    /// `stats_handle`).
+    /// `stats_handle`). It belongs to the chosen engine's own builder: a later
+    /// [`Builder::server`] or [`Builder::reactor`] that replaces that builder with a new one
+    /// leaves it reading nothing; adjust the builder it is given instead.
     pub fn stats_handle(&mut self) -> StatsHandle {
         match self.engine {
             #[cfg(feature = "server")]

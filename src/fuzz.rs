@@ -84,8 +84,12 @@ struct Expected {
     /// The body may stop short (the core aborted the connection).
     may_be_cut: bool,
     /// The core closes the connection after it: the response must say so (or be
-    /// close-delimited, cut, or a `101`).
+    /// close-delimited, cut, or a `101`); and a response that says so is the core's last.
     last: bool,
+    /// The request was HTTP/1.0: its response is never chunked.
+    http10: bool,
+    /// The body the handler gave, as the client must read it (`None`: not checked).
+    body: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +278,14 @@ impl<'a> Run<'a> {
     /// Runs the "handler" as the script chose, and writes its answer through the core.
     fn answer(&mut self, body: Vec<u8>, interim: bool) {
         let outcome = self.next;
+        // What the client must read back, where the outcome fixes it.
+        let given = match outcome {
+            Outcome::Echo => Some(body.clone()),
+            Outcome::Chunks => Some([&b"ab"[..], &body].concat()),
+            Outcome::Close => Some(b"bye".to_vec()),
+            Outcome::Panic | Outcome::NoContent => Some(Vec::new()),
+            Outcome::Short | Outcome::Upgrade => None,
+        };
         let answer = match outcome {
             Outcome::Panic => Answer::Panicked,
             Outcome::Echo => Answer::Returned(Response::text(body)),
@@ -299,12 +311,15 @@ impl<'a> Run<'a> {
         let after = self
             .conn
             .write_response(&self.head, answer, true, self.closing, &mut self.out);
+        let http10 = self.head.version == Version::Http10;
         let mut expected = Expected {
             status,
             head_request,
             interim,
             may_be_cut: false,
             last: false,
+            http10,
+            body: given.filter(|_| !head_request),
         };
         match after {
             After::Done => {}
@@ -314,6 +329,7 @@ impl<'a> Run<'a> {
                     other => panic!("an upgrade refused as {other:?}"),
                 };
                 expected.head_request = false;
+                expected.body = None;
             }
             After::Stream(encoder, kind) => {
                 let mut streaming = Streaming::new(encoder, kind);
@@ -376,6 +392,8 @@ impl<'a> Run<'a> {
             interim,
             may_be_cut: false,
             last: true,
+            http10: false,
+            body: None,
         });
     }
 
@@ -400,6 +418,8 @@ pub fn check_output(out: &[u8], expected: &[(u16, bool)]) {
             interim,
             may_be_cut: false,
             last: false,
+            http10: false,
+            body: None,
         })
         .collect();
     check(out, &expected, false);
@@ -428,27 +448,40 @@ fn check(out: &[u8], expected: &[Expected], awaiting: bool) {
                 "response {i} is the last, yet does not say Connection: close"
             );
         }
-        let body_len = if bodyless {
-            0
-        } else if let Some(n) = fields.length {
-            n
-        } else if fields.chunked {
-            chunked_len(rest)
-        } else {
-            assert!(last, "a close-delimited response {i} is not the last");
-            rest.len()
-        };
+        assert!(
+            !(want.http10 && fields.chunked),
+            "response {i} to an HTTP/1.0 request is chunked"
+        );
         if want.may_be_cut {
             assert!(last, "a cut response {i} is not the last");
             return;
         }
-        assert!(
-            body_len <= rest.len(),
-            "response {i}: body shorter than framed"
-        );
+        let (body_len, payload) = if bodyless {
+            (0, Vec::new())
+        } else if let Some(n) = fields.length {
+            assert!(n <= rest.len(), "response {i}: body shorter than framed");
+            (n, rest[..n].to_vec())
+        } else if fields.chunked {
+            chunked(rest)
+        } else {
+            assert!(last, "a close-delimited response {i} is not the last");
+            (rest.len(), rest.to_vec())
+        };
+        if let Some(given) = &want.body {
+            assert_eq!(
+                &payload, given,
+                "response {i}: not the body its handler gave"
+            );
+        }
         rest = &rest[body_len..];
         if closes || status == 101 {
             assert!(last, "response {i} said close, yet more responses followed");
+        }
+        if closes {
+            assert!(
+                want.last,
+                "response {i} says Connection: close while the core keeps the connection"
+            );
         }
     }
     if awaiting && !rest.is_empty() {
@@ -502,15 +535,19 @@ fn response_head(bytes: &[u8]) -> (u16, Fields, usize) {
     (resp.code.unwrap_or(0), fields, len)
 }
 
-/// The length of the chunked body at the front of `bytes`, which must be whole.
-fn chunked_len(bytes: &[u8]) -> usize {
+/// The chunked body at the front of `bytes`, which must be whole: its length on the wire and
+/// its payload.
+fn chunked(bytes: &[u8]) -> (usize, Vec<u8>) {
     let mut decoder = Decoder::new(BodyFraming::Chunked, u64::MAX);
-    let mut pos = 0;
+    let (mut pos, mut payload) = (0, Vec::new());
     while !decoder.is_done() {
         match decoder.decode(&bytes[pos..], usize::MAX) {
-            Ok(d) if d.consumed > 0 => pos += d.consumed,
+            Ok(d) if d.consumed > 0 => {
+                payload.extend_from_slice(&bytes[pos..][d.data]);
+                pos += d.consumed;
+            }
             other => panic!("a chunked body that does not end: {:?}", other.is_ok()),
         }
     }
-    pos
+    (pos, payload)
 }

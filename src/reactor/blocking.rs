@@ -13,6 +13,10 @@ use crate::stats::Counters;
 /// At most one warning per loop in this long (each call is still counted).
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
+/// The smallest threshold: the coarse clock ticks every few milliseconds (4 ms at the usual
+/// 250 Hz), so below this a fast call that straddles a tick would be taken for a slow one.
+const MIN_THRESHOLD: Duration = Duration::from_millis(10);
+
 /// One loop's timing of its inline handler calls.
 pub(crate) struct Blocking {
     threshold: Option<Duration>,
@@ -20,10 +24,10 @@ pub(crate) struct Blocking {
 }
 
 impl Blocking {
-    /// Warns past `threshold`; `None`: off (no clock read at all).
+    /// Warns past `threshold` (at least 10 ms); `None`: off (no clock read at all).
     pub(crate) fn new(threshold: Option<Duration>) -> Self {
         Blocking {
-            threshold,
+            threshold: threshold.map(|t| t.max(MIN_THRESHOLD)),
             last_warning: None,
         }
     }

@@ -257,8 +257,10 @@ impl Builder {
     /// With inline dispatch, a handler call that holds its loop longer than this is counted in
     /// [`Stats::blocking_handlers`] and logged at warn level with its method and path (at most
     /// once every 10 s per loop): nothing else on that loop runs while it does. `None`: off
-    /// (for benchmarks: no clock is read then). Has no effect with [`Dispatch::Pool`]. Default:
-    /// 100 ms.
+    /// (for benchmarks: no clock is read then). A threshold under 10 ms is taken as 10 ms (the
+    /// call is timed on the coarse clock, which ticks every few milliseconds). Only HTTP handler
+    /// calls are timed, not WebSocket or event-stream callbacks. Has no effect with
+    /// [`Dispatch::Pool`]. Default: 100 ms.
     pub fn blocking_warning(mut self, threshold: Option<Duration>) -> Self {
         self.cfg.blocking_warning = threshold;
         self
