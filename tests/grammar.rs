@@ -49,7 +49,30 @@ fn garbage_is_400_at_once(engine: Engine) {
     );
 }
 
+/// An unsupported version is 505 however the request line arrives: here it comes cut right after
+/// the major digit (the server has read `GET / HTTP/2` when the rest comes), which was answered
+/// 400 before (found by the fuzz target's split oracle).
+fn a_version_cut_after_its_major_digit_is_505(engine: Engine) {
+    let srv = start(engine, app);
+    let mut c = support::Client::new(srv.addr);
+    c.send(b"GET / HTTP/2");
+    // The server holds a partial head before the rest is sent.
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while srv.stats().reading == 0 {
+        assert!(
+            std::time::Instant::now() < limit,
+            "never read the partial line"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    c.send(b".0\r\nHost: a\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 505);
+    assert!(r.closes());
+}
+
 engine_tests!(
+    a_version_cut_after_its_major_digit_is_505,
     refused_400,
     a_higher_minor_version_is_served_as_1_1,
     garbage_is_400_at_once

@@ -174,6 +174,15 @@ fn other_version(
     else {
         return Err(ParseError::Malformed);
     };
+    // httparse refuses a version it does not know as soon as it sees its first digit, before
+    // the line ends: the same line cut elsewhere must get the same answer, so an unfinished
+    // line that may still become `HTTP/d.d` waits for more (within the head's limits).
+    if line_end == buf.len() {
+        if !may_become_a_version(version) {
+            return Err(ParseError::Malformed);
+        }
+        return partial(buf, limits).map(|()| None);
+    }
     match version {
         [b'H', b'T', b'T', b'P', b'/', b'1', b'.', d] if d.is_ascii_digit() => {
             let at = line.len() - 1;
@@ -188,6 +197,16 @@ fn other_version(
         }
         _ => Err(ParseError::Malformed),
     }
+}
+
+/// True when `v` is the start of `HTTP/d.d`.
+fn may_become_a_version(v: &[u8]) -> bool {
+    const SHAPE: &[u8] = b"HTTP/0.0";
+    v.len() <= SHAPE.len()
+        && v.iter().zip(SHAPE).all(|(&b, &s)| match s {
+            b'0' => b.is_ascii_digit(),
+            s => b == s,
+        })
 }
 
 /// The request-target's form must fit the method (RFC 9112 §3.2): `*` only for OPTIONS, the
@@ -607,6 +626,22 @@ mod tests {
         for input in ok {
             assert_eq!(parse(input), Ok(Some(input.len())), "{input:?}");
         }
+        // An unsupported version is 505 however the line is cut (it was 400 when the read
+        // ended right after the major digit: found by the fuzz target's split oracle).
+        let v20 = b"GET / HTTP/2.0\r\nHost: a\r\n\r\n";
+        let line = b"GET / HTTP/2.0\r\n".len();
+        for cut in 0..line {
+            assert_eq!(parse(&v20[..cut]), Ok(None), "cut {cut}");
+        }
+        for cut in line..=v20.len() {
+            let got = parse(&v20[..cut]).map_err(ParseError::status);
+            assert_eq!(got, Err(505), "cut {cut}: the line is whole");
+        }
+        assert_eq!(
+            parse(b"GET / HTTP/2x").map_err(ParseError::status),
+            Err(400),
+            "a line that can no longer become a version is malformed at once"
+        );
         for input in [
             &b"GET /v HTTP/1.2\r\nHost: a\r\n\r\n"[..],
             b"\r\nGET /v HTTP/1.9\r\nHost: a\r\n\r\n",
