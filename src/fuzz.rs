@@ -38,13 +38,48 @@ pub fn exchange(data: &[u8]) {
             break;
         }
     }
-    if run.flow == Flow::Open {
-        let rest = run.input.len();
-        run.feed(rest);
-    }
+    run.feed_rest();
     // A body still awaited may have had its 100 Continue already.
     let awaiting = matches!(run.reading, Reading::Body { interim: true, .. });
     check(&run.out, &run.expected, awaiting);
+    // Where only the splits and the handlers' outcomes were scripted (no clock, deadline or
+    // shutdown step), the same bytes fed at once must get the same answers: how the input was
+    // cut must not change what it means.
+    if script.iter().all(|&step| matches!(step & 7, 0..=3 | 5)) {
+        let mut whole = Run::new(input);
+        whole.outcomes.clone_from(&run.used);
+        whole.feed_rest();
+        if !run.full_buffer && !whole.full_buffer {
+            assert_eq!(
+                String::from_utf8_lossy(&normalized(&run.out)),
+                String::from_utf8_lossy(&normalized(&whole.out)),
+                "the same input, cut differently, was answered differently"
+            );
+        }
+    }
+}
+
+/// `out` without interim `100 Continue` responses (whether one is due depends on whether the
+/// body came with its head) and without `Date` fields (the clock may tick between two runs).
+fn normalized(out: &[u8]) -> Vec<u8> {
+    const INTERIM: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+    let mut kept = Vec::with_capacity(out.len());
+    let mut rest = out;
+    while !rest.is_empty() {
+        if rest.starts_with(INTERIM) {
+            rest = &rest[INTERIM.len()..];
+        } else if rest.starts_with(b"\r\nDate: ") {
+            let end = rest[2..]
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .map_or(rest.len(), |p| p + 2);
+            rest = &rest[end..];
+        } else {
+            kept.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    kept
 }
 
 /// How the handler of the next request answers.
@@ -118,7 +153,15 @@ struct Run<'a> {
     reading: Reading,
     out: Vec<u8>,
     expected: Vec<Expected>,
-    next: Outcome,
+    /// How each request's handler answers, in order (past the end: echo).
+    outcomes: Vec<Outcome>,
+    /// Requests answered so far.
+    answered: usize,
+    /// The outcome each answered request had, in order.
+    used: Vec<Outcome>,
+    /// A body's framing outgrew the read buffer and the engine would close without answering
+    /// (the one way the cut of the input may change the outcome).
+    full_buffer: bool,
     closing: bool,
     now: Instant,
     due: HeadDue,
@@ -151,7 +194,10 @@ impl<'a> Run<'a> {
             reading: Reading::Head,
             out: Vec::new(),
             expected: Vec::new(),
-            next: Outcome::Echo,
+            outcomes: Vec::new(),
+            answered: 0,
+            used: Vec::new(),
+            full_buffer: false,
             closing: false,
             now,
             due: HeadDue::first(now, HEADER_READ),
@@ -165,7 +211,7 @@ impl<'a> Run<'a> {
             0..=2 => self.feed(arg + 1),
             3 => self.feed(arg * 64),
             4 => self.deadline_passes(),
-            5 => self.next = OUTCOMES[arg % OUTCOMES.len()],
+            5 => self.outcomes.push(OUTCOMES[arg % OUTCOMES.len()]),
             6 => self.closing = true,
             _ => self.now += Duration::from_millis(arg as u64 * 100),
         }
@@ -191,6 +237,7 @@ impl<'a> Run<'a> {
                 );
                 // A body whose framing the decoder cannot take in a whole buffer (a chunk line
                 // longer than it): the reactor closes, as here.
+                self.full_buffer = true;
                 self.flow = Flow::Closed;
                 return;
             }
@@ -208,6 +255,14 @@ impl<'a> Run<'a> {
                 self.due = self.due.bytes_came(self.now, HEADER_READ);
             }
             self.process();
+        }
+    }
+
+    /// The client sends the rest of its bytes, unless the connection closed.
+    fn feed_rest(&mut self) {
+        if self.flow == Flow::Open {
+            let rest = self.input.len();
+            self.feed(rest);
         }
     }
 
@@ -277,7 +332,13 @@ impl<'a> Run<'a> {
 
     /// Runs the "handler" as the script chose, and writes its answer through the core.
     fn answer(&mut self, body: Vec<u8>, interim: bool) {
-        let outcome = self.next;
+        let outcome = self
+            .outcomes
+            .get(self.answered)
+            .copied()
+            .unwrap_or(Outcome::Echo);
+        self.answered += 1;
+        self.used.push(outcome);
         // What the client must read back, where the outcome fixes it.
         let given = match outcome {
             Outcome::Echo => Some(body.clone()),
