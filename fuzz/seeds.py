@@ -2,7 +2,7 @@
 """Writes the fuzz target's seed corpus (fuzz/corpus/exchange/) from the requests the
 integration tests send: every byte-string literal in tests/*.rs that starts with a request
 line, each with a few scripts (all at once; byte by byte; pipelined twice with each handler
-outcome; a deadline in the middle). Input layout: see src/fuzz.rs. Run from the repository's
+outcome; a deadline in the middle). Input layout: see src/fuzz/mod.rs. Run from the repository's
 root: python3 fuzz/seeds.py"""
 import ast, glob, hashlib, os, re
 
