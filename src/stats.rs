@@ -58,6 +58,27 @@ pub(crate) enum Activity {
     Upgraded,
 }
 
+impl From<crate::http::driver::Stage> for Activity {
+    fn from(stage: crate::http::driver::Stage) -> Self {
+        use crate::http::driver::Stage;
+        match stage {
+            Stage::Waiting => Activity::Waiting,
+            Stage::Reading => Activity::Reading,
+            Stage::Writing => Activity::Writing,
+            Stage::Closing => Activity::Closing,
+        }
+    }
+}
+
+impl crate::http::driver::Tally for Counters {
+    fn request(&self, _: &crate::http::request::RequestHead) {
+        Counters::request(self);
+    }
+    fn refused(&self, why: Refusal) {
+        Counters::refused(self, why);
+    }
+}
+
 impl From<crate::http::session::Kind> for Activity {
     fn from(kind: crate::http::session::Kind) -> Self {
         match kind {

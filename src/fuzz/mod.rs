@@ -1,6 +1,6 @@
 //! The fuzz target's harness (feature `bench-internals`, not an API): whole exchanges driven
-//! through the core the way the reactor drives a connection, with the invariants checked on
-//! what it writes. `fuzz/` runs it under libFuzzer; `tests/fuzz_corpus.rs` replays the
+//! through the core's connection driver (what the engines run) over a scripted stream, with the
+//! invariants checked on what it writes. `fuzz/` runs it under libFuzzer; `tests/fuzz_corpus.rs` replays the
 //! committed corpus in `cargo test`.
 //!
 //! The input's first byte says how many bytes after it are the *script*; the rest is what the
@@ -11,19 +11,19 @@
 //!
 //! Checked, not only "no panic": every answer the core writes is one well-framed response, in
 //! the order of the requests (interim `100 Continue` only where the request asked for it on
-//! HTTP/1.1); nothing is written after the core said close; the last response before a close
-//! says so (or is close-delimited, cut short, or a `101`); the read buffer never grows past
-//! the head limit and a body never past the body limit.
+//! HTTP/1.1); nothing is written after the driver shut the write side or aborted; the last
+//! response before a close says so (or is close-delimited, cut short, or a `101`); a panic or a
+//! shutdown costs the connection; a body never exceeds the body limit.
 
 use std::time::{Duration, Instant};
 
-use crate::http::body::Decoder;
-use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
-use crate::http::conn::{After, Answer, Conn, Late};
-use crate::http::due::HeadDue;
+use crate::http::access::Logging;
+use crate::http::conn::Answer;
+use crate::http::driver::script::{Recorded, Scripted, Seen};
+use crate::http::driver::{Action, Cx, Driver, Request, Rules};
+use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
-use crate::http::request::{RequestHead, Version};
-use crate::http::stream::Streaming;
+use crate::http::request::Version;
 use crate::{Body, Limits, Response};
 
 mod check;
@@ -44,9 +44,7 @@ pub fn exchange(data: &[u8]) {
         }
     }
     run.feed_rest();
-    // A body still awaited may have had its 100 Continue already.
-    let awaiting = matches!(run.reading, Reading::Body { interim: true, .. });
-    check(&run.out, &run.expected, awaiting);
+    check(&run.io.out, &run.expected, run.awaiting());
     // Where only the splits and the handlers' outcomes were scripted (no clock, deadline or
     // shutdown step), the same bytes fed at once must get the same answers: how the input was
     // cut must not change what it means.
@@ -54,13 +52,11 @@ pub fn exchange(data: &[u8]) {
         let mut whole = Run::new(input);
         whole.outcomes.clone_from(&run.used);
         whole.feed_rest();
-        if !run.full_buffer && !whole.full_buffer {
-            assert_eq!(
-                String::from_utf8_lossy(&normalized(&run.out)),
-                String::from_utf8_lossy(&normalized(&whole.out)),
-                "the same input, cut differently, was answered differently"
-            );
-        }
+        assert_eq!(
+            String::from_utf8_lossy(&normalized(&run.io.out)),
+            String::from_utf8_lossy(&normalized(&whole.io.out)),
+            "the same input, cut differently, was answered differently"
+        );
     }
 }
 
@@ -93,41 +89,31 @@ const OUTCOMES: [Outcome; 7] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flow {
     Open,
-    /// The core said close (or the connection was handed over): nothing more is fed.
+    /// The driver closed the connection or handed it over: nothing more is fed.
     Closed,
 }
 
-/// Where the connection's current request stands.
-enum Reading {
-    Head,
-    Body {
-        decoder: Decoder,
-        body: Vec<u8>,
-        interim: bool,
-    },
-}
-
 struct Run<'a> {
+    /// What the client has still to send.
     input: &'a [u8],
-    limits: Limits,
-    conn: Conn,
-    head: RequestHead,
-    buf: ReadBuf,
-    reading: Reading,
-    out: Vec<u8>,
+    rules: Rules,
+    driver: Driver,
+    io: Scripted,
+    pools: Pools,
+    tally: Recorded,
     expected: Vec<Expected>,
     /// How each request's handler answers, in order (past the end: echo).
     outcomes: Vec<Outcome>,
-    /// Requests answered so far.
+    /// Requests run so far.
     answered: usize,
-    /// The outcome each answered request had, in order.
+    /// The outcome each run request had, in order.
     used: Vec<Outcome>,
-    /// A body's framing outgrew the read buffer and the engine would close without answering
-    /// (the one way the cut of the input may change the outcome).
-    full_buffer: bool,
+    /// Refusals already turned into expected responses.
+    refusals_seen: usize,
     closing: bool,
     now: Instant,
-    due: HeadDue,
+    /// The deadline of the driver's last wait.
+    until: Option<Instant>,
     flow: Flow,
 }
 
@@ -142,28 +128,32 @@ fn limits() -> Limits {
     }
 }
 
-const HEADER_READ: Duration = Duration::from_secs(10);
-const IDLE: Duration = Duration::from_secs(60);
-
 impl<'a> Run<'a> {
     fn new(input: &'a [u8]) -> Self {
         let now = Instant::now();
+        let rules = Rules {
+            limits: limits(),
+            header_read: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+            body_rate: Some(crate::MinRate::default()),
+            response_rate: Some(crate::MinRate::default()),
+        };
+        let driver = Driver::new(Logging::Off, None, now, &rules);
         Run {
             input,
-            limits: limits(),
-            conn: Conn::default(),
-            head: RequestHead::default(),
-            buf: ReadBuf::new(),
-            reading: Reading::Head,
-            out: Vec::new(),
+            until: driver.first_deadline(),
+            rules,
+            driver,
+            io: Scripted::default(),
+            pools: Pools::default(),
+            tally: Recorded::default(),
             expected: Vec::new(),
             outcomes: Vec::new(),
             answered: 0,
             used: Vec::new(),
-            full_buffer: false,
+            refusals_seen: 0,
             closing: false,
             now,
-            due: HeadDue::first(now, HEADER_READ),
             flow: Flow::Open,
         }
     }
@@ -173,128 +163,116 @@ impl<'a> Run<'a> {
         match step & 7 {
             0..=2 => self.feed(arg + 1),
             3 => self.feed(arg * 64),
-            4 => self.deadline_passes(),
+            4 => {
+                if let Some(until) = self.until {
+                    self.now = self.now.max(until);
+                    self.expire();
+                }
+            }
             5 => self.outcomes.push(OUTCOMES[arg % OUTCOMES.len()]),
             6 => self.closing = true,
-            _ => self.now += Duration::from_millis(arg as u64 * 100),
+            _ => {
+                self.now += Duration::from_millis(arg as u64 * 100);
+                if self.until.is_some_and(|until| until <= self.now) {
+                    self.expire();
+                }
+            }
         }
         self.flow
     }
 
-    /// The client sends up to `n` more bytes; the core takes what the engine would read.
-    fn feed(&mut self, mut n: usize) {
-        while n > 0 && self.flow == Flow::Open && !self.input.is_empty() {
-            let cap = match self.reading {
-                Reading::Head => self.limits.max_head_bytes,
-                Reading::Body { .. } => 0,
-            };
-            let head_begins = self.buf.is_empty() && matches!(self.reading, Reading::Head);
-            let reading_head = matches!(self.reading, Reading::Head);
-            let spare = self.buf.spare(cap);
-            if spare.is_empty() {
-                // The parser answers 431 before a head fills the buffer at its cap.
-                assert!(
-                    !reading_head,
-                    "read buffer full at {} bytes",
-                    self.buf.len()
-                );
-                // A body whose framing the decoder cannot take in a whole buffer (a chunk line
-                // longer than it): the reactor closes, as here.
-                self.full_buffer = true;
-                self.flow = Flow::Closed;
-                return;
-            }
-            let k = spare.len().min(n).min(self.input.len());
-            spare[..k].copy_from_slice(&self.input[..k]);
-            self.buf.filled_by(k);
-            self.input = &self.input[k..];
-            n -= k;
-            assert!(
-                self.buf.len() <= self.limits.max_head_bytes.max(INITIAL_READ_BUF),
-                "read buffer grew to {}",
-                self.buf.len()
-            );
-            if head_begins {
-                self.due = self.due.bytes_came(self.now, HEADER_READ);
-            }
-            self.process();
+    /// The client sends up to `n` more bytes; the stream becomes readable.
+    fn feed(&mut self, n: usize) {
+        if self.flow == Flow::Closed {
+            return;
         }
+        let k = n.min(self.input.len());
+        self.io.send(&self.input[..k]);
+        self.input = &self.input[k..];
+        self.turn();
     }
 
     /// The client sends the rest of its bytes, unless the connection closed.
     fn feed_rest(&mut self) {
-        if self.flow == Flow::Open {
-            let rest = self.input.len();
-            self.feed(rest);
-        }
+        let rest = self.input.len();
+        self.feed(rest);
     }
 
-    /// Works through what is buffered: heads, bodies, answers.
-    fn process(&mut self) {
-        while self.flow == Flow::Open && !self.buf.is_empty() {
-            match &mut self.reading {
-                Reading::Head => {
-                    match self
-                        .conn
-                        .recv_head(&mut self.buf, &mut self.head, &self.limits)
-                    {
-                        Ok(None) => return,
-                        Err(e) => {
-                            let _ = self.conn.write_error(e.status(), &mut self.out);
-                            self.expect_error(e.status());
-                            return self.close();
-                        }
-                        Ok(Some(decoder)) if decoder.is_done() => self.answer(Vec::new(), false),
-                        Ok(Some(decoder)) => {
-                            let before = self.out.len();
-                            self.conn.body_wanted(&self.head, &self.buf, &mut self.out);
-                            let interim = self.out.len() > before;
-                            assert!(
-                                !interim
-                                    || (self.head.expect_continue
-                                        && self.head.version == Version::Http11),
-                                "100 Continue without an HTTP/1.1 expectation"
-                            );
-                            self.reading = Reading::Body {
-                                decoder,
-                                body: Vec::new(),
-                                interim,
-                            };
-                        }
-                    }
+    /// One turn of the engine: drive until the driver waits or closes, running each request.
+    fn turn(&mut self) {
+        loop {
+            let mut cx = Cx::new(
+                &self.rules,
+                &mut self.pools,
+                &self.tally,
+                self.now,
+                self.closing,
+            );
+            let action = self.driver.drive(&mut self.io, &mut cx);
+            self.refused();
+            match action {
+                Action::Run(request) => self.run(request),
+                Action::Wait { until, .. } => {
+                    self.until = until;
+                    return;
                 }
-                Reading::Body {
-                    decoder,
-                    body,
-                    interim,
-                } => {
-                    let input = self.buf.filled();
-                    match decoder.decode(input, usize::MAX) {
-                        Err(e) => {
-                            let _ = self.conn.write_error(e.status(), &mut self.out);
-                            self.expect_error(e.status());
-                            return self.close();
-                        }
-                        Ok(d) => {
-                            body.extend_from_slice(&input[d.data]);
-                            self.buf.consume(d.consumed);
-                            assert!(body.len() as u64 <= self.limits.max_body_bytes);
-                            if decoder.is_done() {
-                                let (body, interim) = (std::mem::take(body), *interim);
-                                self.reading = Reading::Head;
-                                self.answer(body, interim);
-                            } else if d.consumed == 0 {
-                                return;
-                            }
-                        }
-                    }
-                }
+                Action::Yield => {}
+                Action::Close => return self.close(false),
+                Action::Switch(_) => return self.close(true),
             }
         }
     }
 
-    /// Runs the "handler" as the script chose, and writes its answer through the core.
-    fn answer(&mut self, body: Vec<u8>, interim: bool) {
+    /// The deadline passed: the driver says what it means (drive on to write a `408`).
+    fn expire(&mut self) {
+        if self.flow == Flow::Closed {
+            return;
+        }
+        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        let answers = self.driver.expire(&mut cx);
+        let refusals = self.tally.refusals.borrow().len();
+        if answers {
+            self.expect_error(408);
+            self.refusals_seen = refusals;
+            self.turn();
+        } else {
+            self.refusals_seen = refusals;
+            self.close(false);
+        }
+    }
+
+    /// Requests refused while the driver ran: each is answered with an error, the last.
+    fn refused(&mut self) {
+        let refusals = self.tally.refusals.borrow()[self.refusals_seen..].to_vec();
+        self.refusals_seen += refusals.len();
+        for why in refusals {
+            match why {
+                Refusal::Status(status) => self.expect_error(status),
+                other => panic!("refused as {other:?} with no deadline passed"),
+            }
+        }
+        self.mark_last();
+    }
+
+    /// The request whose head was read and not yet run (its body is awaited), if any.
+    fn awaited(&self) -> Option<Seen> {
+        let requests = self.tally.requests.borrow();
+        (requests.len() > self.answered).then(|| requests[requests.len() - 1])
+    }
+
+    /// 100 Continue may end the output: a request's body is awaited after it.
+    fn awaiting(&self) -> bool {
+        self.flow == Flow::Open && self.awaited().is_some_and(interim_allowed)
+    }
+
+    /// Runs the "handler" as the script chose, and gives its answer to the driver.
+    fn run(&mut self, Request { head, body }: Request) {
+        assert!(
+            body.len() as u64 <= self.rules.limits.max_body_bytes,
+            "a body of {} bytes",
+            body.len()
+        );
+        let seen = self.tally.requests.borrow()[self.answered];
         let outcome = self
             .outcomes
             .get(self.answered)
@@ -310,106 +288,63 @@ impl<'a> Run<'a> {
             Outcome::Panic | Outcome::NoContent => Some(Vec::new()),
             Outcome::Short | Outcome::Upgrade => None,
         };
-        let answer = match outcome {
-            Outcome::Panic => Answer::Panicked,
-            Outcome::Echo => Answer::Returned(Response::text(body)),
-            Outcome::Chunks => Answer::Returned(Response::new(200).with_body(Body::chunks(
-                vec![b"ab".to_vec(), Vec::new(), body].into_iter(),
-            ))),
-            Outcome::Short => {
-                Answer::Returned(Response::new(200).with_body(Body::sized_reader(&b"abc"[..], 10)))
-            }
-            Outcome::NoContent => Answer::Returned(Response::new(204).with_body("ignored")),
-            Outcome::Upgrade => Answer::Returned(Response::upgrade("x-fuzz", |_| {})),
-            Outcome::Close => {
-                Answer::Returned(Response::text("bye").with_header("Connection", "close"))
-            }
-        };
         let status = match outcome {
             Outcome::Panic => 500,
             Outcome::NoContent => 204,
             Outcome::Upgrade => 101,
             _ => 200,
         };
-        let head_request = self.head.is_head();
-        let after = self
-            .conn
-            .write_response(&self.head, answer, true, self.closing, &mut self.out);
-        let http10 = self.head.version == Version::Http10;
-        let mut expected = Expected {
+        self.expected.push(Expected {
             status,
-            head_request,
-            interim,
-            may_be_cut: false,
+            head_request: seen.is_head,
+            interim: interim_allowed(seen),
+            may_be_cut: outcome == Outcome::Short && !seen.is_head,
             last: false,
-            http10,
-            body: given.filter(|_| !head_request),
-        };
-        match after {
-            After::Done => {}
-            After::Refused(why) => {
-                expected.status = match why {
-                    Refusal::Status(s) => s,
-                    other => panic!("an upgrade refused as {other:?}"),
-                };
-                expected.head_request = false;
-                expected.body = None;
-            }
-            After::Stream(encoder, kind) => {
-                let mut streaming = Streaming::new(encoder, kind);
-                let complete = loop {
-                    if let Some(complete) = streaming.produce(&mut self.out) {
-                        break complete;
-                    }
-                };
-                self.conn.streamed(streaming.sent());
-                if !complete {
-                    self.conn.abort();
-                    expected.may_be_cut = true;
-                }
-            }
-            After::Session(..) => panic!("no session was asked for"),
-            After::Detach(_) => {
-                self.expected.push(expected);
-                return self.close();
-            }
+            http10: seen.version == Version::Http10,
+            body: given.filter(|_| !seen.is_head),
+        });
+        let answer = answer(outcome, body);
+        let mut cx = Cx::new(
+            &self.rules,
+            &mut self.pools,
+            &self.tally,
+            self.now,
+            self.closing,
+        );
+        self.driver.answer(head, answer, &mut cx);
+        // An upgrade the request does not allow is refused with an error instead.
+        let refusals = self.tally.refusals.borrow()[self.refusals_seen..].to_vec();
+        self.refusals_seen += refusals.len();
+        if let (Some(Refusal::Status(status)), Some(expected)) =
+            (refusals.first(), self.expected.last_mut())
+        {
+            expected.status = *status;
+            expected.head_request = false;
+            expected.may_be_cut = false;
+            expected.body = None;
         }
-        expected.last = self.conn.is_closing();
+        self.mark_last();
         // The core's rules for the connection: a panic costs it, and so does shutdown.
         assert!(
-            expected.last || !(outcome == Outcome::Panic || self.closing),
+            self.driver.is_closing() || !(outcome == Outcome::Panic || self.closing),
             "kept alive after {outcome:?} (shutting down: {})",
             self.closing
         );
-        self.expected.push(expected);
-        if self.conn.is_closing() {
-            return self.close();
-        }
-        self.due = HeadDue::after_response(self.now, !self.buf.is_empty(), HEADER_READ, IDLE);
     }
 
-    /// The clock passes the deadline the engine would wait for; the core says what it means.
-    fn deadline_passes(&mut self) {
-        if self.flow == Flow::Closed {
-            return;
+    /// Once the driver says the response under way is the last, the client must read so.
+    fn mark_last(&mut self) {
+        if self.driver.is_closing() {
+            if let Some(expected) = self.expected.last_mut() {
+                expected.last = true;
+            }
         }
-        let late = match (&self.reading, self.buf.is_empty(), self.due) {
-            (Reading::Body { .. }, _, _) => Late::Body,
-            (Reading::Head, true, _) => Late::Idle,
-            (Reading::Head, false, _) => Late::Head,
-        };
-        if let Some(until) = self.due.until() {
-            self.now = self.now.max(until);
-        }
-        if self.conn.request_timed_out(late, &mut self.out).is_some() {
-            self.expect_error(408);
-        }
-        self.close();
     }
 
-    /// An error response answers the request under way, after its 100 Continue if one went.
+    /// An error response answers the request under way (after its 100 Continue, if one was
+    /// due), or none: a head that failed.
     fn expect_error(&mut self, status: u16) {
-        let interim = matches!(self.reading, Reading::Body { interim: true, .. });
+        let interim = self.awaited().is_some_and(interim_allowed);
         self.expected.push(Expected {
             status,
             head_request: false,
@@ -421,12 +356,41 @@ impl<'a> Run<'a> {
         });
     }
 
-    /// The engine closes: nothing more is read or written.
-    fn close(&mut self) {
+    /// The driver closed the connection (`handed`: or handed it over): nothing more is read.
+    fn close(&mut self, handed: bool) {
         assert!(
-            self.conn.is_closing() || self.expected.last().is_some_and(|e| e.status == 101),
+            self.driver.is_closing()
+                || handed
+                || self
+                    .expected
+                    .last()
+                    .is_some_and(|e| e.status == 408 || e.last),
             "closed while the core keeps the connection"
         );
         self.flow = Flow::Closed;
+    }
+}
+
+/// Whether `100 Continue` may come before the answer to this request.
+fn interim_allowed(seen: Seen) -> bool {
+    seen.expect_continue && seen.version == Version::Http11
+}
+
+/// The response each outcome gives.
+fn answer(outcome: Outcome, body: Vec<u8>) -> Answer {
+    match outcome {
+        Outcome::Panic => Answer::Panicked,
+        Outcome::Echo => Answer::Returned(Response::text(body)),
+        Outcome::Chunks => Answer::Returned(Response::new(200).with_body(Body::chunks(
+            vec![b"ab".to_vec(), Vec::new(), body].into_iter(),
+        ))),
+        Outcome::Short => {
+            Answer::Returned(Response::new(200).with_body(Body::sized_reader(&b"abc"[..], 10)))
+        }
+        Outcome::NoContent => Answer::Returned(Response::new(204).with_body("ignored")),
+        Outcome::Upgrade => Answer::Returned(Response::upgrade("x-fuzz", |_| {})),
+        Outcome::Close => {
+            Answer::Returned(Response::text("bye").with_header("Connection", "close"))
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! a deadline passes. Closing at once instead would answer the unread input with a reset, which
 //! can destroy the response still in flight to the client.
 
+use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
 use crate::deadline;
@@ -39,6 +40,21 @@ impl Linger {
     pub(crate) fn dropped(&mut self, n: usize) -> bool {
         self.left = self.left.saturating_sub(n);
         n > 0 && self.left > 0
+    }
+
+    /// One step on a non-blocking stream: reads and drops what the peer sent until the stream
+    /// is empty (true: wait for more) or the lingering is over (false: close, because the peer
+    /// closed, the read failed or the byte budget is spent).
+    pub(crate) fn drain(&mut self, stream: &mut (impl Read + ?Sized)) -> bool {
+        let mut scratch = [0u8; 4096];
+        loop {
+            match stream.read(&mut scratch) {
+                Ok(n) if self.dropped(n) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Ok(_) | Err(_) => return false,
+            }
+        }
     }
 }
 

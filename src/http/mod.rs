@@ -8,11 +8,13 @@ pub(crate) mod buf;
 pub(crate) mod conn;
 pub(crate) mod cookie;
 pub(crate) mod date;
+pub(crate) mod driver;
 pub(crate) mod due;
 pub(crate) mod file;
 pub(crate) mod linger;
 pub(crate) mod parse;
 pub(crate) mod percent;
+pub(crate) mod pools;
 pub(crate) mod query;
 #[cfg(any(feature = "server", feature = "bench-internals", test))]
 pub(crate) mod reader;

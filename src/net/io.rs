@@ -191,20 +191,6 @@ pub(crate) fn linger_close(stream: &mut (impl Transport + ?Sized)) {
     }
 }
 
-/// One step of a lingering close on a non-blocking socket: reads and drops what the peer sent
-/// until the socket is empty (true: wait for more) or the lingering is over (false: close,
-/// because the peer closed, the read failed or the byte budget is spent).
-pub(crate) fn drain(stream: &mut (impl Read + ?Sized), linger: &mut Linger) -> bool {
-    let mut scratch = [0u8; 4096];
-    loop {
-        match read_now(stream, &mut scratch) {
-            Ok(Some(n)) if linger.dropped(n) => {}
-            Ok(None) => return true,
-            Ok(Some(_)) | Err(_) => return false,
-        }
-    }
-}
-
 /// Sends `len` bytes of `file` from its current position, each wait for the socket bounded by
 /// the response's minimum rate; `bytes` counts what went out. `Ok(false)` when the file ends
 /// early or the peer went away; `Err` when a write failed (`TimedOut`: the client took the bytes

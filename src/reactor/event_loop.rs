@@ -13,10 +13,10 @@ use super::blocking::Blocking;
 use super::connection::{Connection, Cx, Next, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
-use super::pools::Pools;
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
-use crate::http::due::HeadDue;
+use crate::http::driver::{Driver, Rules};
+use crate::http::pools::Pools;
 use crate::net::acceptor::{self, Admission};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream};
@@ -60,6 +60,8 @@ pub(crate) struct EventLoop<H> {
     next_id: u64,
     handler: Arc<H>,
     cfg: Arc<Config>,
+    /// The rules the connections' drivers follow, from `cfg`.
+    rules: Rules,
     control: Arc<Control>,
     pool: Option<PoolSender>,
     completions: Arc<Inbox<Done>>,
@@ -110,6 +112,7 @@ impl<H: Handler> EventLoop<H> {
             pools: Pools::default(),
             next_id: 0,
             handler: parts.handler,
+            rules: parts.cfg.rules(),
             cfg: parts.cfg,
             control: parts.control,
             pool: parts.pool,
@@ -191,6 +194,7 @@ impl<H: Handler> EventLoop<H> {
             Cx {
                 handler: &self.handler,
                 cfg: &self.cfg,
+                rules: &self.rules,
                 pools: &mut self.pools,
                 pool: self.pool.as_ref(),
                 now,
@@ -267,7 +271,7 @@ impl<H: Handler> EventLoop<H> {
                 if let Some(d) = conn.deadline.take() {
                     self.timers.remove(&(d, key));
                 }
-                if let Some(d) = conn.into_detached(&mut self.pools) {
+                if let Some(d) = conn.into_detached() {
                     upgrade::detach(&self.control, d.stream, d.leftover, d.then, d.open);
                 }
             }
@@ -353,7 +357,7 @@ impl<H: Handler> EventLoop<H> {
             self.timers.pop_first();
             if let Some(conn) = self.conns.get_mut(key) {
                 conn.deadline = None;
-                if conn.expire(&mut self.pools, now, &self.cfg, &self.control.counters) {
+                if conn.expire(&mut self.pools, now, &self.rules, &self.control.counters) {
                     self.ready(key, now, false);
                     continue;
                 }
@@ -396,9 +400,8 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let due = HeadDue::first(now, self.cfg.header_read_timeout);
-        let mut conn = Connection::new(socket, self.next_id, peer, due, open, self.cfg.access_log);
-        conn.deadline = due.until();
+        let driver = Driver::new(self.cfg.access_log, Some(&peer), now, &self.rules);
+        let conn = Connection::new(socket, self.next_id, peer, driver, open);
         if let Some(deadline) = conn.deadline {
             self.timers.insert((deadline, key));
         }

@@ -28,7 +28,6 @@ mod connection;
 mod event_loop;
 mod inbox;
 mod pool;
-mod pools;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -102,6 +101,19 @@ pub(crate) struct Config {
     pub(crate) access_log: Logging,
     /// Inline handler calls that hold a loop longer than this are counted and warned of.
     pub(crate) blocking_warning: Option<Duration>,
+}
+
+impl Config {
+    /// The rules the core's connection driver follows.
+    pub(crate) fn rules(&self) -> crate::http::driver::Rules {
+        crate::http::driver::Rules {
+            limits: self.limits,
+            header_read: self.header_read_timeout,
+            idle: self.idle_timeout,
+            body_rate: self.min_request_body_rate,
+            response_rate: self.min_response_rate,
+        }
+    }
 }
 
 /// Settings for a [`Reactor`]; every setter documents its default.

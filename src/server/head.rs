@@ -178,7 +178,7 @@ pub(crate) fn linger(mut conn: Connection, now: Instant) -> Outcome {
 /// Drops what a lingering connection's client sends until EAGAIN (park again), its end of
 /// input or the byte budget (close).
 fn drain(mut conn: Connection, mut linger: Linger) -> Outcome {
-    if io::drain(conn.stream(), &mut linger) {
+    if linger.drain(conn.stream()) {
         conn.wait = Wait::Linger(linger);
         Outcome::Park(conn)
     } else {

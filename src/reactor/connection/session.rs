@@ -4,16 +4,15 @@
 
 use std::sync::Arc;
 
-use super::busy::{Exchange, Switch};
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::buf::ReadBuf;
+use crate::http::pools::Pools;
 use crate::http::session::{self, Callbacks, Io, Reads, Session, Wake, Work};
 use crate::net::transport::Stream;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
-use crate::reactor::pools::Pools;
 use crate::upgraded::Upgraded;
 
 /// A connection leaving the loop after a generic upgrade.
@@ -49,42 +48,6 @@ pub(super) fn loop_waker<H>(cx: &Cx<'_, H>, id: u64) -> Box<dyn Wake> {
 }
 
 impl Connection {
-    /// The response that hands the connection over is queued: once it is out, a session takes
-    /// the connection over on the loop (with the bytes read past its request, if it reads), or
-    /// a generic upgrade leaves the loop.
-    pub(super) fn switch<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
-        match self.flush(cx.now) {
-            Ok(true) => {}
-            Ok(false) => return self.wait(false, true, cx.now),
-            Err(()) => return Next::Close,
-        }
-        let Phase::Busy(busy) = &mut self.phase else {
-            return Next::Close;
-        };
-        match std::mem::replace(&mut busy.at, Exchange::Head) {
-            Exchange::Switching(Switch::Session(session)) => {
-                let input = match session.keeps_input() && !busy.read.is_empty() {
-                    true => Some(std::mem::replace(&mut busy.read, cx.pools.read())),
-                    false => None,
-                };
-                let switched = Phase::Session { session, input };
-                if let Phase::Busy(busy) = std::mem::replace(&mut self.phase, switched) {
-                    busy.release(cx.pools);
-                }
-                self.drive_session(cx)
-            }
-            // A generic upgrade: the loop takes it out ([`Connection::into_detached`]).
-            detach @ Exchange::Switching(Switch::Detach(_)) => {
-                busy.at = detach;
-                Next::Detach
-            }
-            other => {
-                busy.at = other;
-                Next::Close
-            }
-        }
-    }
-
     /// Runs `f` on this connection's session with its I/O: the socket, and the loop's read
     /// buffer for a session that reads (an event stream is lent none), given back once empty so
     /// that an idle session holds none. `None` when the connection is not a session.
@@ -182,28 +145,15 @@ impl Connection {
 
     /// A detached connection's parts: the socket (out of the poller), the bytes read past the
     /// upgrade request, the upgrade and the connection count.
-    pub(crate) fn into_detached(self, pools: &mut Pools) -> Option<Detached> {
-        let Connection {
-            socket,
-            phase,
-            _open,
-            ..
-        } = self;
-        let Phase::Busy(mut busy) = phase else {
+    pub(crate) fn into_detached(self) -> Option<Detached> {
+        let Phase::Detaching { then, leftover } = self.phase else {
             return None;
         };
-        let Exchange::Switching(Switch::Detach(then)) =
-            std::mem::replace(&mut busy.at, Exchange::Head)
-        else {
-            return None;
-        };
-        let leftover = busy.read.filled().to_vec();
-        busy.release(pools);
         Some(Detached {
-            stream: socket.into_inner(),
+            stream: self.socket.into_inner(),
             leftover,
             then,
-            open: _open,
+            open: self._open,
         })
     }
 }

@@ -1,21 +1,21 @@
-//! What a connection holds while an exchange is under way: the loop's buffers, lent to it for
+//! What a connection holds while an exchange is under way: the engine's buffers, lent to it for
 //! the exchange, and where the exchange is. A connection holds a [`Busy`] only between the
 //! first byte of a request and the moment it waits for the next one with nothing pending; then
-//! the buffers go back to the loop's pool (see [`Busy::rest`]).
+//! the buffers go back to the engine's pool (see [`Busy::rest`]).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::time::Instant;
 
+use super::{Io, Stage};
 use crate::MinRate;
 use crate::http::body::Decoder;
 use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
+use crate::http::conn::Encoder;
+use crate::http::pools::Pools;
 use crate::http::request::RequestHead;
-use crate::http::session::Session;
+use crate::http::session::Takeover;
 use crate::http::stream::Streaming;
-use crate::net::transport::Stream;
 use crate::rate::Meter;
-use crate::reactor::pools::Pools;
-use crate::stats::Activity;
 use crate::upgraded::Upgraded;
 
 /// The capacity a write buffer starts with.
@@ -48,9 +48,9 @@ pub(super) enum Exchange {
         body: Vec<u8>,
         meter: Meter,
     },
-    /// The request (its head and body) is with a pool worker; nothing is read until its
-    /// response is back.
-    Dispatched,
+    /// The request (its head and body) is with its handler; nothing is parsed until its
+    /// answer is back ([`Driver::answer`](super::Driver::answer)).
+    Running,
     /// The response's body is produced and written as the socket takes it; nothing more is
     /// parsed until it is done, so responses stay in order.
     Streaming(Streaming),
@@ -61,9 +61,10 @@ pub(super) enum Exchange {
 
 /// What takes a connection over once its response head is out.
 pub(super) enum Switch {
-    /// A session on the loop (a WebSocket after its 101, an event stream after its head).
-    Session(Box<dyn Session>),
-    /// A generic upgrade: the connection leaves the loop for a thread.
+    /// A session (a WebSocket after its 101, an event stream after its head), with the encoder
+    /// of its output.
+    Session(Encoder, Box<dyn Takeover>),
+    /// A generic upgrade: the connection leaves the engine for a thread.
     Detach(Box<dyn FnOnce(Upgraded) + Send>),
 }
 
@@ -75,6 +76,8 @@ pub(super) enum Fill {
     },
     WouldBlock,
     Closed,
+    /// The buffer is full and what it holds cannot be consumed (a chunk line longer than it).
+    Full,
 }
 
 impl Busy {
@@ -152,12 +155,12 @@ impl Busy {
         pools.give_busy(self);
     }
 
-    /// What the live counters count the connection as while it holds this.
-    pub(super) fn activity(&self) -> Activity {
+    /// Where the exchange stands, for the engine's live counters.
+    pub(super) fn stage(&self) -> Stage {
         match self.at {
-            Exchange::Head if self.out.is_empty() && self.read.is_empty() => Activity::Waiting,
-            Exchange::Head if self.out.is_empty() => Activity::Reading,
-            _ => Activity::Writing,
+            Exchange::Head if self.out.is_empty() && self.read.is_empty() => Stage::Waiting,
+            Exchange::Head if self.out.is_empty() => Stage::Reading,
+            _ => Stage::Writing,
         }
     }
 
@@ -168,13 +171,17 @@ impl Busy {
             && match self.at {
                 Exchange::Head => !self.read.is_empty(),
                 Exchange::Body { .. } => true,
-                Exchange::Dispatched | Exchange::Streaming(_) | Exchange::Switching(_) => false,
+                Exchange::Running | Exchange::Streaming(_) | Exchange::Switching(_) => false,
             }
     }
 
     /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is
     /// full.
-    pub(super) fn flush(&mut self, stream: &mut Stream, now: Instant) -> Result<bool, ()> {
+    pub(super) fn flush<T: Io + ?Sized>(
+        &mut self,
+        stream: &mut T,
+        now: Instant,
+    ) -> Result<bool, ()> {
         while self.written < self.out.len() {
             match stream.write(&self.out[self.written..]) {
                 Ok(0) => return Err(()),
@@ -201,14 +208,14 @@ impl Busy {
     }
 
     /// Reads once from the socket; a head may grow the buffer up to `max_head`.
-    pub(super) fn fill(&mut self, stream: &mut Stream, max_head: usize) -> Fill {
+    pub(super) fn fill<T: Io + ?Sized>(&mut self, stream: &mut T, max_head: usize) -> Fill {
         let cap = match self.at {
             Exchange::Head => max_head,
             _ => 0,
         };
         let spare = self.read.spare(cap);
         if spare.is_empty() {
-            return Fill::Closed;
+            return Fill::Full;
         }
         loop {
             return match stream.read(spare) {

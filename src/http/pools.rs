@@ -1,10 +1,10 @@
-//! A loop's pool of exchange working sets (read and write buffers), read buffers and request
-//! heads. Connections borrow them while bytes flow and give them back when they go idle, so an
-//! idle connection holds none.
+//! An engine's pool of exchange working sets (read and write buffers), read buffers and request
+//! heads, one per event loop. The connection driver borrows them while bytes flow and gives
+//! them back when its connection goes idle, so an idle connection holds none.
 
 use crate::http::buf::ReadBuf;
+use crate::http::driver::busy::Busy;
 use crate::http::request::RequestHead;
-use crate::reactor::connection::busy::Busy;
 use crate::ws::WS_READ_BUF;
 
 /// Buffers and heads lent to connections while bytes flow, taken back when they go idle.

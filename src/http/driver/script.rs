@@ -1,0 +1,119 @@
+//! A scripted stream: the driver run with no socket, by its unit tests and the fuzz harness.
+//! What the client sent waits in `incoming`; a read takes what is there (`WouldBlock` when
+//! nothing is, the end of input once the client closed); a write takes what `room` allows.
+//! Writing after the driver shut the write side, or after an abort, is a bug: it panics.
+
+use std::cell::RefCell;
+use std::io::{self, ErrorKind, Read, Write};
+
+use super::{Io, Tally};
+use crate::http::refusal::Refusal;
+use crate::http::request::{RequestHead, Version};
+
+/// A non-blocking stream whose input and room are set by the test.
+#[derive(Debug, Default)]
+pub(crate) struct Scripted {
+    /// Bytes the client sent that no read has taken yet.
+    pub(crate) incoming: Vec<u8>,
+    /// The client closed after `incoming`.
+    pub(crate) eof: bool,
+    /// Everything written.
+    pub(crate) out: Vec<u8>,
+    /// Bytes the stream takes before it is full; `None`: no bound.
+    pub(crate) room: Option<usize>,
+    /// The driver shut the write side (a lingering close).
+    pub(crate) shut: bool,
+    /// The driver cut the exchange short.
+    pub(crate) aborted: bool,
+    /// Reads made, `WouldBlock` ones included.
+    pub(crate) reads: usize,
+}
+
+impl Scripted {
+    /// The client sends `bytes`.
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
+        self.incoming.extend_from_slice(bytes);
+    }
+
+    /// What was written since the last call, as text.
+    #[cfg(test)]
+    pub(crate) fn take_out(&mut self) -> String {
+        String::from_utf8_lossy(&std::mem::take(&mut self.out)).into_owned()
+    }
+}
+
+impl Read for Scripted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        if self.incoming.is_empty() {
+            return match self.eof {
+                true => Ok(0),
+                false => Err(ErrorKind::WouldBlock.into()),
+            };
+        }
+        let n = buf.len().min(self.incoming.len());
+        buf[..n].copy_from_slice(&self.incoming[..n]);
+        self.incoming.drain(..n);
+        Ok(n)
+    }
+}
+
+impl Write for Scripted {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        assert!(!self.shut, "written after the write side was shut");
+        assert!(!self.aborted, "written after the exchange was aborted");
+        let n = self.room.map_or(data.len(), |room| room.min(data.len()));
+        if n == 0 && !data.is_empty() {
+            return Err(ErrorKind::WouldBlock.into());
+        }
+        if let Some(room) = &mut self.room {
+            *room -= n;
+        }
+        self.out.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Io for Scripted {
+    fn shutdown_write(&mut self) {
+        self.shut = true;
+    }
+    fn abort(&mut self) {
+        self.aborted = true;
+    }
+    fn wants_write(&self) -> bool {
+        false
+    }
+}
+
+/// What a request head said that the checks need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) version: Version,
+    pub(crate) expect_continue: bool,
+    pub(crate) is_head: bool,
+}
+
+/// The driver's counts, recorded.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    pub(crate) requests: RefCell<Vec<Seen>>,
+    pub(crate) refusals: RefCell<Vec<Refusal>>,
+}
+
+impl Tally for Recorded {
+    fn request(&self, head: &RequestHead) {
+        self.requests.borrow_mut().push(Seen {
+            version: head.version,
+            expect_continue: head.expect_continue,
+            is_head: head.is_head(),
+        });
+    }
+    fn refused(&self, why: Refusal) {
+        self.refusals.borrow_mut().push(why);
+    }
+}

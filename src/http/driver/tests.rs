@@ -1,0 +1,340 @@
+//! The driver with no socket: (bytes in, time, room to write) → actions, one decision each.
+
+use std::time::{Duration, Instant};
+
+use super::script::{Recorded, Scripted};
+use super::*;
+use crate::http::access::Logging;
+use crate::http::linger::LINGER_TIME;
+use crate::http::refusal::Refusal;
+use crate::{Body, Response};
+
+const HEAD: Duration = Duration::from_secs(10);
+const IDLE: Duration = Duration::from_secs(60);
+const RATE: MinRate = MinRate::new(100, Duration::from_secs(5));
+
+fn rules() -> Rules {
+    Rules {
+        limits: Limits::default(),
+        header_read: HEAD,
+        idle: IDLE,
+        body_rate: Some(RATE),
+        response_rate: Some(RATE),
+    }
+}
+
+/// A driver, its stream, the engine's pools and counts, and a clock the test moves.
+struct Bench {
+    driver: Driver,
+    io: Scripted,
+    pools: Pools,
+    tally: Recorded,
+    rules: Rules,
+    t0: Instant,
+    now: Instant,
+    closing: bool,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let t0 = Instant::now();
+        Bench {
+            driver: Driver::new(Logging::Off, None, t0, &rules()),
+            io: Scripted::default(),
+            pools: Pools::default(),
+            tally: Recorded::default(),
+            rules: rules(),
+            t0,
+            now: t0,
+            closing: false,
+        }
+    }
+
+    fn at(&mut self, secs: u64) {
+        self.now = self.t0 + Duration::from_secs(secs);
+    }
+
+    /// One turn: drives until the driver waits, yields or closes, answering each request the
+    /// way `answer` says. Returns the requests run and the action that ended the turn.
+    fn turn(&mut self, mut answer: impl FnMut(&RequestHead, &[u8]) -> Answer) -> (usize, Action) {
+        let mut cx = Cx::new(
+            &self.rules,
+            &mut self.pools,
+            &self.tally,
+            self.now,
+            self.closing,
+        );
+        let mut ran = 0;
+        loop {
+            match self.driver.drive(&mut self.io, &mut cx) {
+                Action::Run(Request { head, body }) => {
+                    ran += 1;
+                    let answered = answer(&head, &body);
+                    self.driver.answer(head, answered, &mut cx);
+                }
+                other => return (ran, other),
+            }
+        }
+    }
+
+    fn echo(&mut self) -> (usize, Action) {
+        self.turn(|_, body| Answer::Returned(Response::text(body.to_vec())))
+    }
+
+    fn expire(&mut self) -> bool {
+        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        self.driver.expire(&mut cx)
+    }
+
+    fn refusals(&self) -> Vec<Refusal> {
+        self.tally.refusals.borrow().clone()
+    }
+}
+
+fn wait(read: bool, write: bool, until: Option<Instant>) -> String {
+    format!("{:?}", (read, write, until))
+}
+
+fn shown(action: &Action) -> String {
+    match action {
+        Action::Wait { read, write, until } => wait(*read, *write, *until),
+        Action::Run(_) => "run".into(),
+        Action::Yield => "yield".into(),
+        Action::Close => "close".into(),
+        Action::Switch(_) => "switch".into(),
+    }
+}
+
+#[test]
+fn a_request_is_run_answered_and_the_connection_waits_idle() {
+    let mut b = Bench::new();
+    let (ran, next) = b.echo();
+    assert_eq!(
+        (ran, shown(&next)),
+        (0, wait(true, false, Some(b.t0 + HEAD)))
+    );
+    b.at(2);
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 1);
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + IDLE)));
+    assert!(b.io.take_out().starts_with("HTTP/1.1 200 OK\r\n"));
+    assert!(b.driver.is_idle(), "an idle connection holds no buffer");
+}
+
+#[test]
+fn the_first_byte_of_a_later_head_starts_its_deadline() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    b.echo();
+    b.at(30);
+    b.io.send(b"GET / HT");
+    let (_, next) = b.echo();
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + HEAD)));
+    assert_eq!(b.driver.stage(), Stage::Reading);
+}
+
+#[test]
+fn expect_continue_is_answered_for_http11_only_and_only_when_the_body_is_held_back() {
+    let cases: [(&[u8], bool, &[u8]); 3] = [
+        (
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+            true,
+            b"hi",
+        ),
+        (
+            b"POST / HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+            false,
+            b"hi",
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nh",
+            false,
+            b"i",
+        ),
+    ];
+    for (request, interim, rest) in cases {
+        let mut b = Bench::new();
+        b.io.send(request);
+        let (ran, next) = b.echo();
+        assert_eq!(ran, 0);
+        // A body under way waits under its minimum rate (the grace period from now).
+        assert_eq!(shown(&next), wait(true, false, Some(b.now + RATE.grace)));
+        let out = b.io.take_out();
+        assert_eq!(out == "HTTP/1.1 100 Continue\r\n\r\n", interim, "{out:?}");
+        assert_eq!(out.is_empty(), !interim);
+        b.io.send(rest);
+        let (ran, _) = b.echo();
+        assert_eq!(ran, 1);
+        assert!(b.io.take_out().ends_with("\r\n\r\nhi"));
+    }
+}
+
+#[test]
+fn a_panic_is_answered_500_and_closes() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.turn(|_, _| Answer::Panicked);
+    assert_eq!((ran, shown(&next)), (1, "close".into()));
+    let out = b.io.take_out();
+    assert!(
+        out.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("Connection: close\r\n"));
+    assert!(!b.io.shut, "a body in sync closes without lingering");
+}
+
+#[test]
+fn a_head_not_whole_by_its_deadline_is_answered_408_and_lingers() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHo");
+    let (_, next) = b.echo();
+    assert_eq!(shown(&next), wait(true, false, Some(b.t0 + HEAD)));
+    b.at(10);
+    assert!(b.expire(), "a request under way is answered");
+    let (_, next) = b.echo();
+    assert!(
+        b.io.take_out()
+            .starts_with("HTTP/1.1 408 Request Timeout\r\n")
+    );
+    assert!(b.io.shut, "the close lingers");
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+    assert_eq!(b.refusals(), [Refusal::HeaderTimeout]);
+    b.at(11);
+    assert!(!b.expire(), "the lingering close ran its time");
+}
+
+#[test]
+fn an_idle_connection_past_its_time_closes_quietly() {
+    let mut b = Bench::new();
+    b.at(10);
+    assert!(!b.expire());
+    assert_eq!(b.io.take_out(), "");
+    assert!(b.refusals().is_empty());
+}
+
+#[test]
+fn a_body_slower_than_its_rate_is_answered_408() {
+    let mut b = Bench::new();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\nabc");
+    let (_, next) = b.echo();
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + RATE.grace)));
+    b.at(5);
+    assert!(b.expire());
+    b.echo();
+    assert!(
+        b.io.take_out()
+            .starts_with("HTTP/1.1 408 Request Timeout\r\n")
+    );
+    assert_eq!(b.refusals(), [Refusal::TooSlow]);
+}
+
+#[test]
+fn a_response_its_client_takes_too_slowly_is_cut() {
+    let mut b = Bench::new();
+    b.io.room = Some(10);
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(1000))));
+    assert_eq!(ran, 1);
+    assert_eq!(shown(&next), wait(false, true, Some(b.now + RATE.grace)));
+    b.at(5);
+    assert!(!b.expire(), "closed");
+    assert_eq!(b.refusals(), [Refusal::TooSlow]);
+}
+
+#[test]
+fn a_malformed_head_is_answered_400_and_lingers() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nBad Field: x\r\n\r\n");
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 0);
+    assert!(b.io.take_out().starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    assert!(b.io.shut);
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+    assert_eq!(b.refusals(), [Refusal::Status(400)]);
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order_and_the_turn_yields_at_its_budget() {
+    let mut b = Bench::new();
+    let one = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    b.io.send(&one.repeat(REQUEST_BUDGET as usize + 1));
+    let mut n = 0;
+    let (ran, next) = b.turn(|_, _| {
+        n += 1;
+        Answer::Returned(Response::text(n.to_string()))
+    });
+    assert_eq!(
+        (ran, shown(&next)),
+        (REQUEST_BUDGET as usize, "yield".into())
+    );
+    let (ran, _) = b.turn(|_, _| Answer::Returned(Response::text("last")));
+    assert_eq!(ran, 1);
+    let out = b.io.take_out();
+    assert_eq!(
+        out.matches("HTTP/1.1 200 OK").count(),
+        REQUEST_BUDGET as usize + 1
+    );
+    assert!(out.find("\r\n\r\n1").unwrap_or(usize::MAX) < out.find("\r\n\r\n2").unwrap_or(0));
+    assert!(out.ends_with("last"));
+}
+
+#[test]
+fn shutdown_makes_the_response_the_last() {
+    let mut b = Bench::new();
+    b.closing = true;
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.echo();
+    assert_eq!((ran, shown(&next)), (1, "close".into()));
+    assert!(b.io.take_out().contains("Connection: close\r\n"));
+}
+
+#[test]
+fn a_body_that_falls_short_aborts_the_connection() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (_, next) = b.turn(|_, _| {
+        Answer::Returned(Response::new(200).with_body(Body::sized_reader(&b"abc"[..], 10)))
+    });
+    assert_eq!(shown(&next), "close");
+    assert!(b.io.aborted);
+}
+
+#[test]
+fn an_upgrade_hands_the_connection_over_with_the_bytes_after_its_request() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\nafter");
+    let (_, next) = b.turn(|_, _| Answer::Returned(Response::upgrade("x", |_| {})));
+    assert!(
+        b.io.take_out()
+            .starts_with("HTTP/1.1 101 Switching Protocols\r\n")
+    );
+    match next {
+        Action::Switch(Handover::Detach { leftover, .. }) => assert_eq!(leftover, b"after"),
+        other => panic!("{}", shown(&other)),
+    }
+    assert_eq!(
+        shown(&b.echo().1),
+        "close",
+        "nothing more after a hand-over"
+    );
+}
+
+#[test]
+fn the_client_closing_closes() {
+    let mut b = Bench::new();
+    b.io.eof = true;
+    assert_eq!(shown(&b.echo().1), "close");
+}
+
+#[test]
+fn a_short_read_spares_the_read_that_would_block() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    b.echo();
+    assert_eq!(
+        b.io.reads, 1,
+        "one read per request on a keep-alive connection"
+    );
+}
