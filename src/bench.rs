@@ -1,13 +1,14 @@
 //! Entry points into the sans-I/O core for the criterion benches. Not a stable API.
 
-use std::io::{self, Read};
+use std::time::{Duration, Instant};
 
 use crate::handler::answer;
+use crate::http::access::Logging;
 use crate::http::body::Decoder;
-use crate::http::buf::ReadBuf;
-use crate::http::conn::Conn;
+use crate::http::driver::script::Scripted;
+use crate::http::driver::{Action, Cx, Driver, Rules};
 use crate::http::parse::parse_head;
-use crate::http::reader::{BodyReader, Source};
+use crate::http::pools::Pools;
 use crate::http::request::{BodyFraming, RequestHead};
 use crate::stats::Counters;
 use crate::{Handler, Limits, Request, Response};
@@ -67,83 +68,70 @@ pub fn decode_chunked(bytes: &[u8]) -> usize {
     payload
 }
 
-/// The rest of a benchmark's input, handed to the body reader as its socket.
-struct Feed<'a>(&'a [u8]);
-
-impl Source for Feed<'_> {
-    fn fill(&mut self, buf: &mut ReadBuf) -> io::Result<usize> {
-        let spare = buf.spare(0);
-        let n = spare.len().min(self.0.len());
-        spare[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        buf.filled_by(n);
-        Ok(n)
-    }
-    fn send_interim(&mut self, _: &[u8]) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// One connection's core state machine with its buffers, fed whole byte batches.
+/// One connection's core driver with its buffers, over an in-memory stream fed whole byte
+/// batches: what the engines run, without sockets.
 pub struct Pipeline {
-    conn: Conn,
-    buf: ReadBuf,
-    head: RequestHead,
-    limits: Limits,
+    driver: Driver,
+    io: Scripted,
+    pools: Pools,
+    rules: Rules,
     counters: Counters,
-    /// Response bytes produced by the last [`Pipeline::serve`].
-    pub out: Vec<u8>,
 }
 
 impl Default for Pipeline {
     fn default() -> Self {
-        Pipeline {
-            conn: Conn::default(),
-            buf: ReadBuf::new(),
-            head: RequestHead::default(),
+        let rules = Rules {
             limits: Limits::default(),
+            header_read: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+            body_rate: None,
+            response_rate: None,
+        };
+        Pipeline {
+            driver: Driver::new(Logging::Off, None, Instant::now(), &rules),
+            io: Scripted::default(),
+            pools: Pools::default(),
+            rules,
             counters: Counters::default(),
-            out: Vec::with_capacity(64 * 1024),
         }
     }
 }
 
 impl Pipeline {
-    /// Parses every complete request in `input`, runs `handler` on each (bodies must be
-    /// complete in `input`) and writes all responses to `out`; the number answered.
-    /// `input` must end on a request boundary.
+    /// Feeds `input`, runs `handler` on every request it completes and writes the responses to
+    /// [`Pipeline::out`]; the number answered.
     pub fn serve(&mut self, input: &[u8], handler: &impl Handler) -> usize {
-        self.out.clear();
-        let mut rest = input;
+        self.io.out.clear();
+        self.io.send(input);
+        let mut cx = Cx::new(
+            &self.rules,
+            &mut self.pools,
+            &self.counters,
+            Instant::now(),
+            false,
+        );
         let mut answered = 0;
         loop {
-            let spare = self.buf.spare(usize::MAX);
-            let n = spare.len().min(rest.len());
-            spare[..n].copy_from_slice(&rest[..n]);
-            self.buf.filled_by(n);
-            rest = &rest[n..];
-            let decoder = match self
-                .conn
-                .recv_head(&mut self.buf, &mut self.head, &self.limits)
-            {
-                Ok(Some(d)) => {
-                    self.counters.request();
-                    d
+            match self.driver.drive(&mut self.io, &mut cx) {
+                Action::Run(request) => {
+                    let given = answer(
+                        handler,
+                        &request.head,
+                        &mut &request.body[..],
+                        None,
+                        &self.counters,
+                    );
+                    self.driver.answer(request.head, given, &mut cx);
+                    answered += 1;
                 }
-                Ok(None) if !rest.is_empty() => continue,
-                _ => return answered,
-            };
-            let mut reader = BodyReader::new(decoder, &mut self.buf, Feed(rest), false);
-            let answered_now = answer(handler, &self.head, &mut reader, None, &self.counters);
-            let mut sink = [0u8; 4096];
-            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
-            rest = reader.source.0;
-            self.conn
-                .write_response(&self.head, answered_now, true, false, &mut self.out);
-            answered += 1;
-            if self.conn.is_closing() || (self.buf.is_empty() && rest.is_empty()) {
-                return answered;
+                Action::Yield | Action::Produce => cx = cx.next_turn(),
+                Action::Wait { .. } | Action::Close | Action::Switch(_) => return answered,
             }
         }
+    }
+
+    /// The response bytes of the last [`Pipeline::serve`].
+    pub fn out(&self) -> &[u8] {
+        &self.io.out
     }
 }

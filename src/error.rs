@@ -4,7 +4,6 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::http::parse::ParseError;
 
 /// An error from twinhttp: a bad request, an I/O failure, a timeout or a failed shutdown.
 ///
@@ -104,18 +103,6 @@ impl Error {
         self
     }
 
-    // The streamed body reader is the server engine's (and the core benches').
-    #[cfg_attr(
-        not(any(feature = "server", feature = "bench-internals", test)),
-        allow(dead_code)
-    )]
-    pub(crate) fn parse(err: ParseError) -> Self {
-        match err {
-            ParseError::BodyTooLarge => Error::new(ErrorKind::BodyTooLarge),
-            _ => Error::new(ErrorKind::BadRequest),
-        }
-    }
-
     /// What kind of error this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -149,23 +136,6 @@ impl Error {
     /// True when the peer went away before a message was complete.
     pub fn is_closed(&self) -> bool {
         self.kind == ErrorKind::ConnectionClosed
-    }
-
-    /// Wraps this error in an [`io::Error`] of the matching [`io::ErrorKind`], for `Read` impls.
-    #[cfg_attr(
-        not(any(feature = "server", feature = "bench-internals", test)),
-        allow(dead_code)
-    )]
-    pub(crate) fn into_io(self) -> io::Error {
-        if let Some(e) = self.io {
-            return e;
-        }
-        let kind = match self.kind {
-            ErrorKind::TimedOut | ErrorKind::ShutdownTimedOut => io::ErrorKind::TimedOut,
-            ErrorKind::ConnectionClosed => io::ErrorKind::UnexpectedEof,
-            _ => io::ErrorKind::InvalidData,
-        };
-        io::Error::new(kind, self)
     }
 }
 

@@ -415,13 +415,14 @@ mod tests {
 
     #[test]
     fn a_body_error_keeps_its_status() {
-        let too_large = Error::new(crate::ErrorKind::BodyTooLarge).into_io();
+        let wrapped = |kind| io::Error::new(io::ErrorKind::InvalidData, Error::new(kind));
+        let too_large = wrapped(crate::ErrorKind::BodyTooLarge);
         assert_eq!(body_status(&too_large), 413);
-        let bad_chunk = Error::new(crate::ErrorKind::BadRequest).into_io();
+        let bad_chunk = wrapped(crate::ErrorKind::BadRequest);
         assert_eq!(body_status(&bad_chunk), 400);
         let slow = io::Error::from(io::ErrorKind::TimedOut);
         assert_eq!(body_status(&slow), 408);
-        let gone = Error::new(crate::ErrorKind::ConnectionClosed).into_io();
+        let gone = wrapped(crate::ErrorKind::ConnectionClosed);
         assert_eq!(body_status(&gone), 400);
     }
 

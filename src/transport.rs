@@ -81,6 +81,26 @@ impl Transport for UnixStream {
     }
 }
 
+/// Sends up to `len` bytes of `file`, from its position on, straight to `transport` when it
+/// takes bytes unchanged (`sendfile(2)`, Linux): `None` when it cannot, and the caller copies
+/// them. Non-blocking like the transport: `WouldBlock` when the socket is full.
+pub(crate) fn send_file<T: Transport + ?Sized>(
+    transport: &mut T,
+    file: &std::fs::File,
+    len: usize,
+) -> Option<io::Result<usize>> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let fd = transport.sendfile_fd()?;
+        Some(rustix::fs::sendfile(fd, file, None, len).map_err(io::Error::from))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (transport, file, len);
+        None
+    }
+}
+
 /// A connection's stream as the engines hold it.
 pub(crate) type Stream = Box<dyn Transport>;
 

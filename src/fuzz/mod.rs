@@ -216,7 +216,7 @@ impl<'a> Run<'a> {
                     self.until = until;
                     return;
                 }
-                Action::Yield => {}
+                Action::Yield | Action::Produce => {}
                 Action::Close => return self.close(false),
                 Action::Switch(_) => return self.close(true),
             }

@@ -9,8 +9,6 @@ use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
 use crate::http::parse::{ParseError, parse_head};
-#[cfg(feature = "server")]
-use crate::http::reader::BodyEnd;
 use crate::http::refusal::Refusal;
 use crate::http::request::{BodyFraming, RequestHead, Version};
 use crate::http::response::{BodyKind, Response, Switch};
@@ -55,22 +53,6 @@ pub(crate) enum Answer {
     Returned(Response),
     /// The handler panicked (the engine caught it, counted and logged it).
     Panicked,
-}
-
-/// What the end of a request body read by its handler means for the exchange
-/// ([`Conn::body_ended`]).
-#[cfg(feature = "server")]
-pub(crate) enum BodyVerdict {
-    /// Read to its end: the next request's bytes follow; the connection may be kept.
-    InSync,
-    /// Not read to its end (more than the server drains, held back for `100 Continue`, or the
-    /// handler panicked): the response closes the connection, lingering.
-    Unsynced,
-    /// Malformed, over a limit or too slow: the error response is written; finish with it. The
-    /// engine counts the refusal.
-    Refused(Refusal),
-    /// The client left or the connection failed: close without answering.
-    Gone,
 }
 
 /// What is left to do after a response head (and any full body) was written.
@@ -409,25 +391,6 @@ impl Conn {
         self.state = State::Closing(Close::Abort);
     }
 
-    /// A body read by its handler ended as `end` ([`BodyReader::settle`]): what that means for
-    /// the exchange. A malformed or over-limit body is answered with its status, one that came
-    /// slower than its minimum rate with `408`; both close, lingering.
-    ///
-    /// [`BodyReader::settle`]: crate::http::reader::BodyReader::settle
-    #[cfg(feature = "server")]
-    pub(crate) fn body_ended(&mut self, end: BodyEnd, out: &mut Vec<u8>) -> BodyVerdict {
-        match end {
-            BodyEnd::Complete => BodyVerdict::InSync,
-            BodyEnd::Unread => BodyVerdict::Unsynced,
-            BodyEnd::Failed(e) => BodyVerdict::Refused(self.write_error(e.status(), out)),
-            BodyEnd::TooSlow => match self.request_timed_out(Late::Body, out) {
-                Some(why) => BodyVerdict::Refused(why),
-                None => BodyVerdict::Gone,
-            },
-            BodyEnd::Broken => BodyVerdict::Gone,
-        }
-    }
-
     /// The engine reads `head`'s body now, before its handler runs (the reactor reads every
     /// body whole): a client holding it back for `100 Continue` is told to send it, unless part
     /// of it came already (`buffered`). The parser keeps the expectation for HTTP/1.1 only.
@@ -688,96 +651,5 @@ mod tests {
             "{s}"
         );
         assert_eq!(conn.state(), State::Closing(Close::Linger));
-    }
-}
-
-#[cfg(test)]
-mod proptests {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::http::reader::{BodyReader, Source};
-    use std::io::Read;
-
-    struct Fed<'a>(&'a [u8]);
-    impl Source for Fed<'_> {
-        fn fill(&mut self, buf: &mut ReadBuf) -> std::io::Result<usize> {
-            let spare = buf.spare(0);
-            let n = spare.len().min(self.0.len()).min(5);
-            spare[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            buf.filled_by(n);
-            Ok(n)
-        }
-        fn send_interim(&mut self, _: &[u8]) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    /// Drives the core over `input` like an engine would: heads, bodies, responses; never
-    /// panics, and stops at the first error.
-    fn drive(input: &[u8], first: usize) -> usize {
-        let limits = Limits::default();
-        let mut buf = ReadBuf::new();
-        let first = first.min(input.len());
-        buf.push(&input[..first]);
-        let mut rest = &input[first..];
-        let mut head = RequestHead::default();
-        let mut conn = Conn::default();
-        let mut out = Vec::new();
-        let mut answered = 0;
-        loop {
-            let dec = match conn.recv_head(&mut buf, &mut head, &limits) {
-                Ok(Some(d)) => d,
-                Ok(None) if !rest.is_empty() => {
-                    let n = rest.len().min(7);
-                    buf.push(&rest[..n]);
-                    rest = &rest[n..];
-                    continue;
-                }
-                Ok(None) => return answered,
-                Err(e) => {
-                    let _ = conn.write_error(e.status(), &mut out);
-                    return answered;
-                }
-            };
-            let mut reader = BodyReader::new(dec, &mut buf, Fed(rest), head.expect_continue);
-            let mut body = Vec::new();
-            let ok = reader.read_to_end(&mut body).is_ok();
-            rest = reader.source.0;
-            let resp = Response::text(body);
-            conn.write_head(&head, &resp, ok, false, &mut out);
-            answered += 1;
-            if conn.is_closing() {
-                return answered;
-            }
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-
-        #[test]
-        fn arbitrary_bytes_never_panic(input in proptest::collection::vec(any::<u8>(), 0..2048), first in 0usize..2048) {
-            drive(&input, first);
-        }
-
-        #[test]
-        fn http_like_bytes_never_panic(parts in proptest::collection::vec(prop_oneof![
-            Just(b"GET / HTTP/1.1\r\n".to_vec()), Just(b"POST /e HTTP/1.1\r\n".to_vec()),
-            Just(b"Host: a\r\n".to_vec()), Just(b"Content-Length: 3\r\n".to_vec()),
-            Just(b"Transfer-Encoding: chunked\r\n".to_vec()), Just(b"\r\n".to_vec()),
-            Just(b"3\r\nabc\r\n".to_vec()), Just(b"0\r\n\r\n".to_vec()), Just(b"Expect: 100-continue\r\n".to_vec()),
-            proptest::collection::vec(any::<u8>(), 0..8),
-        ], 0..24), first in 0usize..256) {
-            drive(&parts.concat(), first);
-        }
-
-        #[test]
-        fn pipelined_valid_requests_survive_any_split(n in 1usize..6, first in 0usize..400) {
-            let one = b"POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
-            let input = one.repeat(n);
-            prop_assert_eq!(drive(&input, first), 2 * n);
-        }
     }
 }

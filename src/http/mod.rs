@@ -16,8 +16,6 @@ pub(crate) mod parse;
 pub(crate) mod percent;
 pub(crate) mod pools;
 pub(crate) mod query;
-#[cfg(any(feature = "server", feature = "bench-internals", test))]
-pub(crate) mod reader;
 pub(crate) mod refusal;
 pub(crate) mod request;
 pub(crate) mod response;

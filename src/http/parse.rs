@@ -120,29 +120,6 @@ pub(crate) fn parse_head(
     Ok(Some(len))
 }
 
-/// Whether `buf` holds enough to answer: a whole head (an empty line ends it), or a head that can
-/// never become valid (too long). A cheap scan, for a thread that reads heads on behalf of
-/// others and hands a connection on only when [`parse_head`] will not ask for more; in the rare
-/// case it would (empty lines before a request line), the connection just comes back.
-#[cfg_attr(not(feature = "server"), allow(dead_code))]
-pub(crate) fn head_ready(buf: &[u8], limits: &Limits) -> bool {
-    // Empty lines before the request line are skipped by the parser, so they end nothing.
-    let start = buf
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(buf.len());
-    let rest = &buf[start..];
-    let ended = rest
-        .windows(2)
-        .enumerate()
-        .any(|(i, w)| w == b"\n\n" || (w == b"\n\r" && rest.get(i + 2) == Some(&b'\n')));
-    // Bytes that can never become a request are answered now (400), not at the deadline: only
-    // a head still partial after the scan pays for the parse.
-    ended
-        || partial(buf, limits).is_err()
-        || parse_head(buf, limits, &mut RequestHead::default()).is_err()
-}
-
 /// httparse knows HTTP/1.0 and 1.1 only, and reads a space inside the target as the start of
 /// the version. Decided on the request line: more than two spaces is a malformed line (400,
 /// not 505); `HTTP/1.x` with any other digit x is served as HTTP/1.1 (RFC 9110 §2.5: a
@@ -656,43 +633,6 @@ mod tests {
                 assert_eq!(parse(&input[..cut]), Ok(None), "cut {cut} of {input:?}");
             }
         }
-    }
-
-    #[test]
-    fn head_ready_agrees_with_the_parser() {
-        let limits = Limits::default();
-        let big = format!("GET / HTTP/1.1\r\nX: {}", "y".repeat(33 * 1024));
-        let heads: &[&[u8]] = &[
-            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-            b"GET / HTTP/1.1\nHost: a\n\n",
-            b"GET / HTTP/1.1\r\nHost: a\n\r\n",
-            b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
-            b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next",
-            b"G\x01T / HTTP/1.1\r\n\r\n",
-            big.as_bytes(),
-        ];
-        for input in heads {
-            assert!(head_ready(input, &limits), "{input:?}");
-            assert_ne!(parse(input), Ok(None), "{input:?}");
-            for cut in 0..input.len() {
-                if head_ready(&input[..cut], &limits) {
-                    // Ready means the parser answers (a head or an error), except for empty lines
-                    // before the request line, which the scan skips too.
-                    assert_ne!(parse(&input[..cut]), Ok(None), "cut {cut} of {input:?}");
-                }
-            }
-        }
-        assert!(!head_ready(b"\r\n\r\n", &limits));
-        assert!(
-            head_ready(b"\x16\x03\x01\x02\x00\x01\r\n", &limits),
-            "garbage: 400 now"
-        );
-        let huge = Limits {
-            max_target_bytes: usize::MAX,
-            ..Limits::default()
-        };
-        assert!(!head_ready(b"GET /abc", &huge), "no overflow");
-        assert!(!head_ready(b"GET / HTTP/1.1\r\nHost: a\r\n", &limits));
     }
 
     #[test]

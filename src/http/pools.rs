@@ -1,6 +1,14 @@
 //! An engine's pool of exchange working sets (read and write buffers), read buffers and request
-//! heads, one per event loop. The connection driver borrows them while bytes flow and gives
-//! them back when its connection goes idle, so an idle connection holds none.
+//! heads, one per thread that drives connections (an event loop; the thread-pool engine's parker
+//! and each worker). The connection driver borrows them while bytes flow and gives them back
+//! when its connection goes idle, so an idle connection holds none. Where connections move
+//! between threads (the parker lends, a worker takes back), the threads' pools share what
+//! they do not keep through a [`Shared`] overflow, so a busy keep-alive connection costs no
+//! allocation.
+
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::http::buf::ReadBuf;
 use crate::http::driver::busy::Busy;
@@ -8,7 +16,6 @@ use crate::http::request::RequestHead;
 use crate::ws::WS_READ_BUF;
 
 /// Buffers and heads lent to connections while bytes flow, taken back when they go idle.
-#[derive(Default)]
 pub(crate) struct Pools {
     /// Working sets of exchanges, boxed (a connection holds one by pointer while busy).
     #[allow(clippy::vec_box)]
@@ -21,6 +28,39 @@ pub(crate) struct Pools {
     // idle connection's slot stays small.
     #[allow(clippy::vec_box)]
     heads: Vec<Box<RequestHead>>,
+    /// Items kept here at most; more go to `shared` (or are freed).
+    keep: usize,
+    shared: Option<Arc<Shared>>,
+}
+
+impl Default for Pools {
+    fn default() -> Self {
+        Pools {
+            busy: Vec::new(),
+            reads: Vec::new(),
+            ws_reads: Vec::new(),
+            heads: Vec::new(),
+            keep: POOL_KEEP,
+            shared: None,
+        }
+    }
+}
+
+/// Working sets and heads going round between threads' pools: bounded channels, each side
+/// takes what the other gave (dropped when full).
+pub(crate) struct Shared {
+    busy: (Sender<Box<Busy>>, Receiver<Box<Busy>>),
+    heads: (Sender<Box<RequestHead>>, Receiver<Box<RequestHead>>),
+}
+
+impl Shared {
+    /// An overflow that holds at most `n` items of each kind.
+    pub(crate) fn new(n: usize) -> Arc<Shared> {
+        Arc::new(Shared {
+            busy: crossbeam_channel::bounded(n.max(1)),
+            heads: crossbeam_channel::bounded(n.max(1)),
+        })
+    }
 }
 
 /// Pooled items kept at most; more are freed.
@@ -30,6 +70,15 @@ const POOL_KEEP: usize = 256;
 const WS_POOL_KEEP: usize = 32;
 
 impl Pools {
+    /// A thread's pools that keep `keep` items of each kind and share the rest.
+    pub(crate) fn sharing(keep: usize, shared: Arc<Shared>) -> Pools {
+        Pools {
+            keep,
+            shared: Some(shared),
+            ..Pools::default()
+        }
+    }
+
     pub(crate) fn read(&mut self) -> ReadBuf {
         self.reads.pop().unwrap_or_default()
     }
@@ -44,26 +93,39 @@ impl Pools {
                 b.clear();
                 self.ws_reads.push(b);
             }
-        } else if self.reads.len() < POOL_KEEP {
+        } else if self.reads.len() < self.keep.max(1) {
             b.reset();
             self.reads.push(b);
         }
     }
     pub(crate) fn busy(&mut self) -> Box<Busy> {
-        self.busy.pop().unwrap_or_else(|| Box::new(Busy::new()))
+        self.busy
+            .pop()
+            .or_else(|| self.shared.as_ref()?.busy.1.try_recv().ok())
+            .unwrap_or_else(|| Box::new(Busy::new()))
     }
     pub(crate) fn give_busy(&mut self, mut b: Box<Busy>) {
-        if self.busy.len() < POOL_KEEP {
-            b.recycle();
-            self.busy.push(b);
+        b.recycle();
+        match &self.shared {
+            _ if self.busy.len() < self.keep => self.busy.push(b),
+            Some(shared) => drop(shared.busy.0.try_send(b)),
+            None => {}
         }
     }
     pub(crate) fn head(&mut self) -> Box<RequestHead> {
-        self.heads.pop().unwrap_or_default()
+        self.heads
+            .pop()
+            .or_else(|| self.shared.as_ref()?.heads.1.try_recv().ok())
+            .unwrap_or_default()
     }
     pub(crate) fn give_head(&mut self, h: Box<RequestHead>) {
-        if self.heads.len() < POOL_KEEP && h.buf.capacity() <= 64 * 1024 {
-            self.heads.push(h);
+        if h.buf.capacity() > 64 * 1024 {
+            return;
+        }
+        match &self.shared {
+            _ if self.heads.len() < self.keep => self.heads.push(h),
+            Some(shared) => drop(shared.heads.0.try_send(h)),
+            None => {}
         }
     }
 }

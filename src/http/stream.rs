@@ -1,7 +1,9 @@
-//! A streamed response body produced piece by piece, framed by its encoder: both engines write
-//! what [`Streaming::produce`] appends, as their socket takes it (the thread-pool engine blocking
-//! on each piece, the reactor when the socket is writable).
+//! A streamed response body produced piece by piece, framed by its encoder: the connection
+//! driver writes what [`Streaming::produce`] appends as the socket takes it. A file body goes
+//! from the file to a socket that takes bytes unchanged without passing through it
+//! ([`Streaming::file`], `sendfile(2)`), else in pieces like any reader.
 
+use std::fs::File;
 use std::io::{ErrorKind, Read};
 
 use crate::http::conn::Encoder;
@@ -19,12 +21,15 @@ pub(crate) struct Streaming {
 }
 
 impl Streaming {
-    /// A body to stream through `encoder`. A file is read in pieces like any sized reader (the
-    /// thread-pool engine sends files with `sendfile(2)` instead, without this).
+    /// A body to stream through `encoder`.
     pub(crate) fn new(encoder: Encoder, body: BodyKind) -> Self {
-        let body = match body {
-            BodyKind::File(file, len) => BodyKind::Reader(Box::new(file.take(len)), Some(len)),
-            other => other,
+        let body = match (body, encoder) {
+            // A file keeps its own path only with its length framing it.
+            (BodyKind::File(file, len), Encoder::Length { .. }) => BodyKind::File(file, len),
+            (BodyKind::File(file, len), _) => {
+                BodyKind::Reader(Box::new(file.take(len)), Some(len))
+            }
+            (other, _) => other,
         };
         Streaming {
             encoder,
@@ -38,27 +43,29 @@ impl Streaming {
         self.sent
     }
 
+    /// A file body's file and how many of its bytes are left to send, for a transport that
+    /// sends them from the file itself.
+    pub(crate) fn file(&self) -> Option<(&File, u64)> {
+        match (&self.body, self.encoder) {
+            (BodyKind::File(file, _), Encoder::Length { remaining }) => Some((file, remaining)),
+            _ => None,
+        }
+    }
+
+    /// `n` bytes of the file went out straight from it.
+    pub(crate) fn file_sent(&mut self, n: usize) {
+        if let Encoder::Length { remaining } = &mut self.encoder {
+            *remaining = remaining.saturating_sub(n as u64);
+        }
+        self.sent = self.sent.saturating_add(n as u64);
+    }
+
     /// Appends the next piece to `out`; `Some(complete)` when the body ended (`complete` false
     /// when it failed or a sized body came up short, which leaves the connection unusable).
     pub(crate) fn produce(&mut self, out: &mut Vec<u8>) -> Option<bool> {
         match &mut self.body {
-            BodyKind::Reader(reader, _) => {
-                if matches!(self.encoder, Encoder::Length { remaining: 0 }) {
-                    return Some(self.encoder.finish(out));
-                }
-                let mut piece = [0u8; STREAM_PIECE];
-                loop {
-                    return match reader.read(&mut piece) {
-                        Ok(0) => Some(self.encoder.finish(out)),
-                        Ok(n) => {
-                            self.sent += self.encoder.encode(&piece[..n], out) as u64;
-                            None
-                        }
-                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                        Err(_) => Some(false),
-                    };
-                }
-            }
+            BodyKind::Reader(reader, _) => piece(reader, &mut self.encoder, &mut self.sent, out),
+            BodyKind::File(file, _) => piece(file, &mut self.encoder, &mut self.sent, out),
             BodyKind::Chunks(chunks) => match chunks.next() {
                 Some(chunk) => {
                     self.sent += self.encoder.encode(&chunk, out) as u64;
@@ -69,9 +76,35 @@ impl Streaming {
             BodyKind::Static(_)
             | BodyKind::Bytes(_)
             | BodyKind::Switch(_)
-            | BodyKind::Session(_)
-            | BodyKind::File(..) => Some(self.encoder.finish(out)),
+            | BodyKind::Session(_) => Some(self.encoder.finish(out)),
         }
+    }
+}
+
+/// Reads the next piece of `reader` into `out` through `encoder` (no further than a length
+/// framing it); `Some(complete)` once it ended.
+fn piece(
+    mut reader: impl Read,
+    encoder: &mut Encoder,
+    sent: &mut u64,
+    out: &mut Vec<u8>,
+) -> Option<bool> {
+    let want = match *encoder {
+        Encoder::Length { remaining: 0 } => return Some(encoder.finish(out)),
+        Encoder::Length { remaining } => usize::try_from(remaining).map_or(STREAM_PIECE, |r| r.min(STREAM_PIECE)),
+        _ => STREAM_PIECE,
+    };
+    let mut buf = [0u8; STREAM_PIECE];
+    loop {
+        return match reader.read(&mut buf[..want]) {
+            Ok(0) => Some(encoder.finish(out)),
+            Ok(n) => {
+                *sent += encoder.encode(&buf[..n], out) as u64;
+                None
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => Some(false),
+        };
     }
 }
 

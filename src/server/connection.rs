@@ -9,59 +9,53 @@ use polling::{Event, Poller};
 use super::park::Ticket;
 use super::session::Session;
 use crate::engine::OpenGuard;
-use crate::http::buf::ReadBuf;
-use crate::http::linger::Linger;
+use crate::http::driver::{Driver, Handover, Request};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
 use crate::stats::{Activity, Counters};
 
-/// What a connection waits for between workers, with what it holds meanwhile.
-pub(crate) enum Wait {
-    /// A new connection: its first request head is due in full by `until` (the header-read
-    /// deadline counts from the accept). It holds no buffer until bytes come.
-    New { until: Option<Instant> },
-    /// Between requests: it closes if nothing comes by `until` (the idle timeout); once the
-    /// first byte of the next head comes, the header-read deadline counts from then.
-    Idle { until: Option<Instant> },
-    /// Part of a request head: its bytes, to arrive in full by `until` (else `408`).
-    Head {
-        input: Box<ReadBuf>,
-        until: Option<Instant>,
-    },
-    /// A whole request head is buffered (perhaps more): a worker serves it. `until` still
-    /// bounds the head in the rare case the parser wants more than the parker's scan saw.
-    Ready {
-        input: Box<ReadBuf>,
-        until: Option<Instant>,
-    },
-    /// An error was answered and its write side shut: what the client still sends is read and
-    /// dropped until it closes (a lingering close), on the parker thread.
-    Linger(Linger),
+/// What drives a connection.
+pub(crate) enum Phase {
+    /// HTTP exchanges, driven by the core's driver; `held`: what it waits for meanwhile.
+    Http { driver: Driver, held: Held },
     /// A WebSocket or an event stream between turns: its session keeps its own time.
     Session(Box<Session>),
 }
 
-impl Wait {
+/// What an HTTP connection waits for between threads, as its driver said.
+pub(crate) enum Held {
+    /// The socket: readable (and writable, when `write`), until the deadline (then the driver
+    /// is told it passed).
+    Socket { write: bool, until: Option<Instant> },
+    /// A request is whole: a worker runs its handler.
+    Request(Request),
+    /// Work the parker does not do: a streamed body's next piece (handler code), or the rest
+    /// of a turn that ran out of budget. A worker drives it on.
+    Work,
+    /// The response that hands the connection over is out: a worker gives it on.
+    Handover(Handover),
+}
+
+impl Phase {
     /// When the parker acts on its own if nothing happens.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         match self {
-            Wait::New { until }
-            | Wait::Idle { until }
-            | Wait::Head { until, .. }
-            | Wait::Ready { until, .. } => *until,
-            Wait::Linger(linger) => linger.deadline(),
-            Wait::Session(session) => session.deadline(),
+            Phase::Http {
+                held: Held::Socket { until, .. },
+                ..
+            } => *until,
+            Phase::Http { .. } => None,
+            Phase::Session(session) => session.deadline(),
         }
     }
 }
 
-/// A connection between requests or messages. It holds a buffer only while part of a request
-/// head waits for the rest (or a WebSocket's rare unread bytes): a worker's buffers serve it
-/// while it runs.
+/// A connection between threads. Its driver holds a buffer only while bytes of an exchange are
+/// pending (a partial head, a body, output): the engine's pools lend them while it runs.
 pub(crate) struct Connection {
     socket: Socket,
     pub(crate) peer: Option<Address>,
-    pub(crate) wait: Wait,
+    pub(crate) phase: Phase,
     /// A WebSocket or an event stream, or becoming one: registered for writes too.
     long_lived: bool,
     _open: OpenGuard,
@@ -75,17 +69,19 @@ enum Socket {
 }
 
 impl Connection {
-    /// A new connection, whose first request head is due by `until`.
-    pub(crate) fn new(
-        stream: Stream,
-        peer: Address,
-        open: OpenGuard,
-        until: Option<Instant>,
-    ) -> Self {
+    /// A new connection, with its driver.
+    pub(crate) fn new(stream: Stream, peer: Address, open: OpenGuard, driver: Driver) -> Self {
+        let until = driver.first_deadline();
         Connection {
             socket: Socket::Plain(stream),
             peer: Some(peer),
-            wait: Wait::New { until },
+            phase: Phase::Http {
+                driver,
+                held: Held::Socket {
+                    write: false,
+                    until,
+                },
+            },
             long_lived: false,
             _open: open,
         }
@@ -96,15 +92,6 @@ impl Connection {
             Socket::Plain(s) => s,
             Socket::Parkable(r, _) => r.get_mut(),
         }
-    }
-
-    /// The stream and the peer's address, borrowed together (a request's handler gets both).
-    pub(crate) fn stream_and_peer(&mut self) -> (&mut Stream, Option<&Address>) {
-        let stream = match &mut self.socket {
-            Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get_mut(),
-        };
-        (stream, self.peer.as_ref())
     }
 
     /// The parker key of a connection parked before.
@@ -123,13 +110,16 @@ impl Connection {
         }
     }
 
-    /// Its transport holds output it must send before it can read on (a TLS handshake flight
+    /// Its driver waits for the socket to take output (a response, or a TLS handshake flight,
     /// the socket did not take).
-    pub(crate) fn wants_write(&self) -> bool {
-        match &self.socket {
-            Socket::Plain(s) => s.wants_write(),
-            Socket::Parkable(r, _) => r.get().wants_write(),
-        }
+    pub(crate) fn waits_to_write(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Http {
+                held: Held::Socket { write: true, .. },
+                ..
+            }
+        )
     }
 
     /// The engine's counters.
@@ -145,14 +135,20 @@ impl Connection {
 
     /// Counts the connection as doing what it waits for says: called where it parks.
     pub(crate) fn settle(&mut self) {
-        let now = match &self.wait {
-            Wait::New { .. } | Wait::Idle { .. } => Activity::Waiting,
-            Wait::Head { .. } => Activity::Reading,
-            Wait::Ready { .. } => Activity::Queued,
-            Wait::Linger(_) => Activity::Closing,
-            Wait::Session(s) => s.activity(),
+        let now = match &self.phase {
+            Phase::Http {
+                held: Held::Request(_),
+                ..
+            } => Activity::Queued,
+            Phase::Http { driver, .. } => driver.stage().into(),
+            Phase::Session(s) => s.activity(),
         };
         self._open.set(now);
+    }
+
+    /// An HTTP connection with nothing under way: no buffered input, no output, no request.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(&self.phase, Phase::Http { driver, held: Held::Socket { .. } } if driver.is_idle())
     }
 
     /// A WebSocket or an event stream (or a connection becoming one).
@@ -162,9 +158,9 @@ impl Connection {
 
     /// The session of a WebSocket or an event stream.
     pub(crate) fn session(&self) -> Option<&Session> {
-        match &self.wait {
-            Wait::Session(s) => Some(s),
-            _ => None,
+        match &self.phase {
+            Phase::Session(s) => Some(s),
+            Phase::Http { .. } => None,
         }
     }
 
@@ -211,6 +207,39 @@ impl Connection {
         }
     }
 
+    /// The stream and the HTTP driver, borrowed together (`None`: a session).
+    pub(crate) fn http(&mut self) -> Option<(&mut Stream, &mut Driver, &mut Held)> {
+        let stream = match &mut self.socket {
+            Socket::Plain(s) => s,
+            Socket::Parkable(r, _) => r.get_mut(),
+        };
+        match &mut self.phase {
+            Phase::Http { driver, held } => Some((stream, driver, held)),
+            Phase::Session(_) => None,
+        }
+    }
+
+    /// The stream and the session, borrowed together (`None`: HTTP).
+    pub(crate) fn session_io(&mut self) -> Option<(&mut Stream, &mut Session)> {
+        let stream = match &mut self.socket {
+            Socket::Plain(s) => s,
+            Socket::Parkable(r, _) => r.get_mut(),
+        };
+        match &mut self.phase {
+            Phase::Session(session) => Some((stream, session)),
+            Phase::Http { .. } => None,
+        }
+    }
+
+    /// Work is left after its budget: a session's messages, or a connection whose driver
+    /// yielded or has a streamed body's next piece for a worker.
+    pub(crate) fn has_more(&self) -> bool {
+        match &self.phase {
+            Phase::Session(session) => session.has_more(),
+            Phase::Http { held, .. } => matches!(held, Held::Work),
+        }
+    }
+
     /// The socket and the connection count, leaving the parker's poller.
     pub(crate) fn into_parts(self) -> (Stream, OpenGuard) {
         let stream = match self.socket {
@@ -221,9 +250,9 @@ impl Connection {
     }
 }
 
-/// A unit of work for a worker: a connection with a request head buffered, or a session with
-/// something to do. Made only through `From`, which counts an HTTP connection as queued (a
-/// whole head buffered) or still waiting on its client.
+/// A unit of work for a worker: a connection with a request ready (or other work its driver
+/// left for a worker), or a session with something to do. Made only through `From`, which
+/// counts an HTTP connection as queued (a request ready) or as its driver says.
 pub(crate) struct Job(Connection);
 
 impl Job {
@@ -236,8 +265,6 @@ impl From<Connection> for Job {
     #[inline]
     fn from(mut conn: Connection) -> Job {
         if conn.session().is_none() {
-            // Queued only with a whole head buffered: a connection handed over before its
-            // client sent anything (parking off) still waits for it.
             conn.settle();
         }
         Job(conn)

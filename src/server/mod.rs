@@ -27,7 +27,6 @@
 mod backlog;
 mod connection;
 mod detached;
-mod exchange;
 mod head;
 mod park;
 mod session;
@@ -41,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
-use crate::http::due::HeadDue;
+use crate::http::driver::{Driver, Rules};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -295,15 +294,13 @@ impl Builder {
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::new(0));
         control.publish_to(self.stats.handed_out());
+        let rules = self.rules();
+        // Buffers lent by the parker come back to the workers: they go round through this.
+        let pools = crate::http::pools::Shared::new(self.workers.saturating_mul(2));
         let parker = if self.parking != Parking::Off {
-            let reads = head::HeadReads {
-                limits: self.limits,
-                header_read_timeout: self.header_read_timeout,
-                buffers: head::Buffers::new(self.workers.saturating_mul(2)),
-                access_log: self.access_log,
-            };
             Some(Arc::new(park::Parker::new(
-                reads,
+                rules,
+                pools.clone(),
                 control.clone(),
                 tx.clone(),
             )?))
@@ -313,6 +310,8 @@ impl Builder {
         let shared = Arc::new(worker::Shared {
             handler,
             config: self.clone(),
+            rules,
+            pools,
             parker: parker.clone(),
             control: control.clone(),
         });
@@ -326,11 +325,11 @@ impl Builder {
         let waker = acceptor.waker();
         let queue = tx.clone();
         let admit = parker.clone();
-        let header_read_timeout = self.header_read_timeout;
+        let access_log = self.access_log;
         threads.push(control.spawn("twinhttp-accept", move || {
             acceptor.run(|stream, peer, open| {
-                let until = HeadDue::first(Instant::now(), header_read_timeout).until();
-                let conn = connection::Connection::new(stream, peer, open, until);
+                let driver = Driver::new(access_log, Some(&peer), Instant::now(), &rules);
+                let conn = connection::Connection::new(stream, peer, open, driver);
                 match &admit {
                     // A new connection waits in the parker, costing no worker, until its
                     // first request head is buffered.
@@ -354,6 +353,19 @@ impl Builder {
         let mut wakers = vec![waker];
         wakers.extend(parker.map(|p| p.waker()));
         Ok(Server(Running::new(address, control, wakers, threads)))
+    }
+}
+
+impl Builder {
+    /// The rules the core's connection driver follows.
+    fn rules(&self) -> Rules {
+        Rules {
+            limits: self.limits,
+            header_read: self.header_read_timeout,
+            idle: self.idle_timeout,
+            body_rate: self.min_request_body_rate,
+            response_rate: self.min_response_rate,
+        }
     }
 }
 

@@ -23,9 +23,15 @@ use slab::Slab;
 
 use super::backlog::Backlog;
 use super::connection::{Connection, Job};
-use super::head::{self, Buffers, HeadReads, Outcome};
+use super::head::{self, Drives, Outcome};
 use crate::engine::{Control, wait_events};
+use crate::http::driver::Rules;
+use crate::http::pools::{self, Pools};
 use crate::http::session::Wake;
+
+/// Working sets and heads the parker thread keeps for the connections it drives (the rest go
+/// round through the shared overflow).
+const PARKER_KEEPS: usize = 64;
 
 /// Registered connections, parked or not, and the deadlines of the parked ones, always changed
 /// together under one lock.
@@ -145,8 +151,11 @@ pub(crate) enum Parking {
 /// The parker: one poller, one thread, any number of idle connections.
 pub(crate) struct Parker {
     poller: Arc<Poller>,
-    /// Request heads are read here, not on a worker.
-    reads: HeadReads,
+    /// The rules of the HTTP connections driven here (their heads and bodies are read here, not
+    /// on a worker).
+    rules: Rules,
+    /// Buffers lent here come back to the workers' pools, and go round through this.
+    pools: Arc<pools::Shared>,
     parked: Mutex<Parked>,
     control: Arc<Control>,
     /// The parker thread holds connections the full worker queue would not take: a worker that
@@ -163,7 +172,8 @@ impl std::fmt::Debug for Parker {
 impl Parker {
     /// A parker that hands ready connections to the workers through `queue`.
     pub(crate) fn new(
-        reads: HeadReads,
+        rules: Rules,
+        pools: Arc<pools::Shared>,
         control: Arc<Control>,
         queue: Sender<Job>,
     ) -> std::io::Result<Self> {
@@ -176,7 +186,8 @@ impl Parker {
         }
         Ok(Parker {
             poller: Arc::new(poller),
-            reads,
+            rules,
+            pools,
             parked: Mutex::new(Parked {
                 entries: Slab::new(),
                 deadlines: BTreeSet::new(),
@@ -209,16 +220,6 @@ impl Parker {
         {
             let _ = self.poller.notify();
         }
-    }
-
-    /// The read buffers going round between the parker thread and the workers.
-    pub(crate) fn buffers(&self) -> &Buffers {
-        &self.reads.buffers
-    }
-
-    /// What reading heads (and lingering) needs.
-    pub(crate) fn reads(&self) -> &HeadReads {
-        &self.reads
     }
 
     /// Takes a new connection from the acceptor: it waits here, costing no worker, until its
@@ -288,11 +289,12 @@ impl Parker {
         // Output held back by its transport (a TLS handshake flight the socket did not take)
         // goes out with the next read: the parker is woken when the socket takes more, too.
         // Edge-triggered, the wider interest costs nothing until the socket was full.
-        if !conn.is_long_lived() && conn.wants_write() && conn.set_edge(Event::all(key)).is_err() {
+        if !conn.is_long_lived() && conn.waits_to_write() && conn.set_edge(Event::all(key)).is_err()
+        {
             drop(parked);
             return Parking::Refused(conn);
         }
-        let deadline = conn.wait.deadline();
+        let deadline = conn.phase.deadline();
         parked.generation += 1;
         let generation = parked.generation;
         // The parker thread sleeps until the earliest deadline: wake it for an earlier one. With
@@ -321,13 +323,16 @@ impl Parker {
         Parking::Parked
     }
 
-    /// Parks a connection the parker thread read (still waiting for its head, or lingering).
-    fn park_again(self: &Arc<Self>, conn: Connection) {
+    /// Parks a connection the parker thread drove (waiting for its client, or lingering).
+    /// One that cannot park at shutdown while its exchange is under way comes back: a worker
+    /// finishes it.
+    fn park_again(self: &Arc<Self>, conn: Connection) -> Option<Connection> {
         match self.park(conn) {
-            Parking::Parked => {}
-            // It had no slot while it was read here, so no event marked it ready; and at
-            // shutdown it closes.
-            Parking::Ready(conn) | Parking::Refused(conn) => drop(conn),
+            Parking::Parked => None,
+            // It had no slot while it was driven here, so no event marked it ready.
+            Parking::Ready(conn) => Some(conn),
+            Parking::Refused(conn) if conn.is_idle() => None,
+            Parking::Refused(conn) => Some(conn),
         }
     }
 
@@ -451,6 +456,12 @@ impl Parker {
         let mut expired = Vec::new();
         let mut jobs = Vec::new();
         let mut backlog = Backlog::default();
+        // Buffers lent to the connections driven here come back from the workers.
+        let mut drives = Drives {
+            rules: self.rules,
+            pools: Pools::sharing(PARKER_KEEPS, self.pools.clone()),
+        };
+        let counters = &self.control.counters;
         // Set when shutdown has just run every parked connection once: look again at once
         // (without waiting for an event nobody will send) whether the thread may end.
         let mut recheck = false;
@@ -519,11 +530,16 @@ impl Parker {
                 }
                 jobs.append(&mut parked.pending);
             }
-            // Unlocked: reading, writing a 408 and dropping (closing a connection frees its
+            // Unlocked: driving, writing a 408 and dropping (closing a connection frees its
             // entry: its ticket takes the lock) happen here.
             for conn in expired.drain(..) {
-                if let Outcome::Park(conn) = head::expire(conn, &self.reads, now) {
-                    self.park_again(conn);
+                let to_worker = match head::expire(conn, &mut drives, counters, now) {
+                    Outcome::Park(conn) => self.park_again(conn),
+                    Outcome::Ready(conn) => Some(conn),
+                    Outcome::Close => None,
+                };
+                if let Some(conn) = to_worker {
+                    jobs.push(Job::from(conn));
                 }
             }
             let held_back = !backlog.is_empty();
@@ -541,18 +557,19 @@ impl Parker {
                     return;
                 }
             }
-            // Each connection goes to a worker as soon as its head is read, not after the whole
-            // batch: the workers start while the next ones are read.
+            // Each connection goes to a worker as soon as its request is read, not after the
+            // whole batch: the workers start while the next ones are read.
+            let closing = self.control.is_shutting_down();
             for conn in ready.drain(..) {
                 let conn = if conn.is_long_lived() {
                     conn
                 } else {
-                    match head::read(conn, &self.reads, now) {
+                    match head::drive(conn, &mut drives, counters, now, closing) {
                         Outcome::Ready(conn) => conn,
-                        Outcome::Park(conn) => {
-                            self.park_again(conn);
-                            continue;
-                        }
+                        Outcome::Park(conn) => match self.park_again(conn) {
+                            Some(conn) => conn,
+                            None => continue,
+                        },
                         Outcome::Close => continue,
                     }
                 };

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use super::connection::{Connection, Wait};
+use super::connection::{Connection, Phase};
 use super::park::WakeParked;
 use super::worker::Shared;
 use crate::Handler;
@@ -54,6 +54,7 @@ impl Session {
         wake: WakeParked,
         conn: &Connection,
         rate: Option<crate::MinRate>,
+        input: Option<ReadBuf>,
     ) -> Self {
         let conn = takeover.start(Start {
             waker: Box::new(wake),
@@ -63,8 +64,9 @@ impl Session {
             encoder,
         });
         Session {
+            // Bytes read past the request, for a session that reads them.
+            unread: input.filter(|_| conn.keeps_input()),
             conn,
-            unread: None,
             turn: Turn::Wait { deadline: None },
             shut_down: false,
         }
@@ -97,11 +99,7 @@ pub(crate) fn drive<H: Handler>(
     mut conn: Connection,
     buf: &mut ReadBuf,
 ) -> Option<Connection> {
-    let Wait::Session(mut session) = std::mem::replace(&mut conn.wait, Wait::Idle { until: None })
-    else {
-        return None;
-    };
-    let sock = conn.stream();
+    let (sock, session) = conn.session_io()?;
     let mut own = session.unread.take();
     // The edge-triggered parker needs the socket read until EAGAIN.
     let mut io = Io {
@@ -137,13 +135,12 @@ pub(crate) fn drive<H: Handler>(
     }
     // (An event stream reads nothing; bytes a client pipelined after its request are dropped.)
     buf.clear();
-    conn.wait = Wait::Session(session);
     Some(conn)
 }
 
 /// A session the parker refused (it has stopped): closes it, with `on_close` run.
 pub(crate) fn abandon(mut conn: Connection) {
-    if let Wait::Session(session) = &mut conn.wait {
+    if let Phase::Session(session) = &mut conn.phase {
         session.conn.finish(Callbacks::Inline);
     }
 }

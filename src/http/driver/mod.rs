@@ -52,6 +52,11 @@ pub(crate) trait Io: Read + Write {
     fn abort(&mut self);
     /// The transport holds output it must send before it can read on (a TLS handshake flight).
     fn wants_write(&self) -> bool;
+    /// The transport holds input the socket no longer signals (decrypted TLS records).
+    fn buffered_input(&self) -> bool;
+    /// Sends up to `len` bytes of `file` (from its position) without copying them through the
+    /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
+    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
 }
 
 impl<T: Transport + ?Sized> Io for T {
@@ -63,6 +68,12 @@ impl<T: Transport + ?Sized> Io for T {
     }
     fn wants_write(&self) -> bool {
         Transport::wants_write(self)
+    }
+    fn buffered_input(&self) -> bool {
+        Transport::buffered_input(self)
+    }
+    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
+        crate::transport::send_file(self, file, len)
     }
 }
 
@@ -95,7 +106,23 @@ pub(crate) struct Cx<'a> {
     pub(crate) now: Instant,
     /// Shutdown: the response under way is the last.
     pub(crate) closing: bool,
+    /// How the engine waits for the stream.
+    readiness: Readiness,
+    /// A streamed body's producer (handler code) may run here: false on a thread that must not
+    /// run handler code (the thread-pool engine's parker), which gets [`Action::Produce`].
+    produce: bool,
     turn: Turn,
+}
+
+/// How the engine learns that the stream is readable again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readiness {
+    /// Level-triggered: whatever is left in the socket is reported at the next wait, so a short
+    /// read may end reading.
+    Level,
+    /// Edge-triggered: only what arrives later is reported, so reading goes on until
+    /// `WouldBlock`.
+    Edge,
 }
 
 /// What is left of a connection's turn (one wake-up of the engine for it).
@@ -123,11 +150,35 @@ impl<'a> Cx<'a> {
             tally,
             now,
             closing,
+            readiness: Readiness::Level,
+            produce: true,
             turn: Turn {
                 budget: REQUEST_BUDGET,
                 drained: false,
             },
         }
+    }
+
+    /// The same connection's next turn, after a yield.
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn next_turn(mut self) -> Self {
+        self.turn = Turn {
+            budget: REQUEST_BUDGET,
+            drained: false,
+        };
+        self
+    }
+
+    /// The engine waits edge-triggered: reads go on until the stream says `WouldBlock`.
+    pub(crate) fn edge_triggered(mut self) -> Self {
+        self.readiness = Readiness::Edge;
+        self
+    }
+
+    /// No handler code runs here: a streamed body's next piece is left for [`Action::Produce`].
+    pub(crate) fn without_producers(mut self) -> Self {
+        self.produce = false;
+        self
     }
 }
 
@@ -165,6 +216,9 @@ pub(crate) enum Action {
     },
     /// Work is left after the turn's budget: drive it again once other connections had a turn.
     Yield,
+    /// A streamed body's next piece is due: drive it again where handler code may run (only
+    /// with [`Cx::without_producers`]).
+    Produce,
     /// The connection is over: close it (a lingering close or an abort was carried out).
     Close,
     /// The response that hands the connection over is out: the engine gives it on.
@@ -212,6 +266,18 @@ enum Step {
     Run(Request),
     /// Nothing more can be done without more input.
     NeedInput,
+}
+
+/// What sending a file body straight from its file came to.
+enum Sent {
+    /// Not a file body, or not a stream that can: produce it instead.
+    NotAFile,
+    /// Bytes went out.
+    Some,
+    /// The socket is full.
+    Blocked,
+    /// The stream failed.
+    Failed,
 }
 
 /// One HTTP/1.1 connection, driven.
@@ -288,6 +354,15 @@ impl Driver {
                 if let Some(blocked) = self.flush(io, cx.now) {
                     return blocked;
                 }
+                match self.send_file(io, cx.now) {
+                    Sent::NotAFile => {}
+                    Sent::Some => continue,
+                    Sent::Blocked => return self.wait(false, true, cx.now),
+                    Sent::Failed => return self.close(cx.pools),
+                }
+                if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) && !cx.produce {
+                    return Action::Produce;
+                }
                 if self.stream_step() {
                     continue;
                 }
@@ -316,7 +391,10 @@ impl Driver {
                 false => self.fill(io, cx),
             };
             match filled {
-                Fill::Got { short } => cx.turn.drained = short,
+                Fill::Got { short } => {
+                    cx.turn.drained =
+                        short && cx.readiness == Readiness::Level && !io.buffered_input();
+                }
                 Fill::WouldBlock => {
                     self.rest(cx.pools);
                     // A transport with output held back (a TLS handshake flight) is woken when
@@ -531,6 +609,40 @@ impl Driver {
         }
     }
 
+    /// Sends the next part of a file body straight from the file, where the stream can.
+    fn send_file<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Sent {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return Sent::NotAFile;
+        };
+        let Exchange::Streaming(st) = &mut busy.at else {
+            return Sent::NotAFile;
+        };
+        let Some((file, left)) = st.file() else {
+            return Sent::NotAFile;
+        };
+        if left == 0 {
+            // Its end (or a file that came up short) is the producer's to tell.
+            return Sent::NotAFile;
+        }
+        let len = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+        match io.send_file(file, len) {
+            None => Sent::NotAFile,
+            // The file ended before its length: the producer reads the end and cuts it.
+            Some(Ok(0)) => {
+                st.file_sent(0);
+                Sent::NotAFile
+            }
+            Some(Ok(n)) => {
+                st.file_sent(n);
+                busy.sent.moved(now, n);
+                Sent::Some
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Sent::Blocked,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => Sent::Some,
+            Some(Err(_)) => Sent::Failed,
+        }
+    }
+
     /// Produces the next piece of a streamed body into the (empty) output; true when it did
     /// something, so the caller flushes and comes back. A body that panics cuts the response.
     fn stream_step(&mut self) -> bool {
@@ -655,6 +767,14 @@ impl Driver {
             self.due = self.due.bytes_came(cx.now, cx.rules.header_read);
         }
         filled
+    }
+}
+
+/// Where the exchange under way is, if one is.
+fn busy_at(phase: &Phase) -> Option<&Exchange> {
+    match phase {
+        Phase::Busy(busy) => Some(&busy.at),
+        _ => None,
     }
 }
 

@@ -88,6 +88,12 @@ impl Io for Scripted {
     fn wants_write(&self) -> bool {
         false
     }
+    fn buffered_input(&self) -> bool {
+        false
+    }
+    fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
+        None
+    }
 }
 
 /// What a request head said that the checks need.

@@ -100,6 +100,7 @@ fn shown(action: &Action) -> String {
         Action::Wait { read, write, until } => wait(*read, *write, *until),
         Action::Run(_) => "run".into(),
         Action::Yield => "yield".into(),
+        Action::Produce => "produce".into(),
         Action::Close => "close".into(),
         Action::Switch(_) => "switch".into(),
     }

@@ -54,7 +54,8 @@ impl Connection {
                         deadline: until,
                     };
                 }
-                Action::Yield => return Next::Again,
+                // (The loop runs producers: never asked.)
+                Action::Yield | Action::Produce => return Next::Again,
                 Action::Close => return Next::Close,
                 Action::Switch(handover) => break handover,
             }
