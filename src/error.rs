@@ -4,7 +4,6 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-
 /// An error from twinhttp: a bad request, an I/O failure, a timeout or a failed shutdown.
 ///
 /// Opaque on purpose: ask it with [`Error::kind`] or the `is_*` predicates. Its `Display` is a

@@ -37,19 +37,21 @@ pub fn exchange(data: &[u8]) {
         return;
     };
     let (script, input) = rest.split_at(usize::from(n).min(rest.len()));
-    let mut run = Run::new(input);
-    for &step in script {
-        if run.step(step) == Flow::Closed {
-            break;
-        }
-    }
-    run.feed_rest();
+    let run = Run::scripted(input, script, Shape::Loop);
     check(&run.io.out, &run.expected, run.awaiting());
+    // The thread-pool engine drives the same connection another way (edge-triggered reads, no
+    // handler code on the parker): what the client reads must not change.
+    let parked = Run::scripted(input, script, Shape::Parker);
+    assert_eq!(
+        String::from_utf8_lossy(&normalized(&run.io.out)),
+        String::from_utf8_lossy(&normalized(&parked.io.out)),
+        "the engines' ways of driving answered differently"
+    );
     // Where only the splits and the handlers' outcomes were scripted (no clock, deadline or
     // shutdown step), the same bytes fed at once must get the same answers: how the input was
     // cut must not change what it means.
     if script.iter().all(|&step| matches!(step & 7, 0..=3 | 5)) {
-        let mut whole = Run::new(input);
+        let mut whole = Run::new(input, Shape::Loop);
         whole.outcomes.clone_from(&run.used);
         whole.feed_rest();
         assert_eq!(
@@ -86,6 +88,17 @@ const OUTCOMES: [Outcome; 7] = [
     Outcome::Close,
 ];
 
+/// How the engine drives the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// An event loop: level-triggered, handlers and body producers run on it.
+    Loop,
+    /// The thread-pool engine: a parker that reads edge-triggered and runs no handler code, a
+    /// worker for each request (and each streamed body's piece), which drives on until the
+    /// connection waits.
+    Parker,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flow {
     Open,
@@ -96,6 +109,7 @@ enum Flow {
 struct Run<'a> {
     /// What the client has still to send.
     input: &'a [u8],
+    shape: Shape,
     rules: Rules,
     driver: Driver,
     io: Scripted,
@@ -129,7 +143,19 @@ fn limits() -> Limits {
 }
 
 impl<'a> Run<'a> {
-    fn new(input: &'a [u8]) -> Self {
+    /// A run through a whole script, then the rest of the input at once.
+    fn scripted(input: &'a [u8], script: &[u8], shape: Shape) -> Self {
+        let mut run = Run::new(input, shape);
+        for &step in script {
+            if run.step(step) == Flow::Closed {
+                break;
+            }
+        }
+        run.feed_rest();
+        run
+    }
+
+    fn new(input: &'a [u8], shape: Shape) -> Self {
         let now = Instant::now();
         let rules = Rules {
             limits: limits(),
@@ -141,6 +167,7 @@ impl<'a> Run<'a> {
         let driver = Driver::new(Logging::Off, None, now, &rules);
         Run {
             input,
+            shape,
             until: driver.first_deadline(),
             rules,
             driver,
@@ -200,15 +227,23 @@ impl<'a> Run<'a> {
 
     /// One turn of the engine: drive until the driver waits or closes, running each request.
     fn turn(&mut self) {
+        // On the thread-pool engine a worker has the connection from its first request on.
+        let mut worker = false;
         loop {
-            let mut cx = Cx::new(
+            let cx = Cx::new(
                 &self.rules,
                 &mut self.pools,
                 &self.tally,
                 self.now,
                 self.closing,
             );
+            let mut cx = match (self.shape, worker) {
+                (Shape::Loop, _) => cx,
+                (Shape::Parker, false) => cx.edge_triggered().without_producers(),
+                (Shape::Parker, true) => cx.edge_triggered(),
+            };
             let action = self.driver.drive(&mut self.io, &mut cx);
+            worker |= matches!(action, Action::Run(_) | Action::Produce);
             self.refused();
             match action {
                 Action::Run(request) => self.run(request),

@@ -26,9 +26,7 @@ impl Streaming {
         let body = match (body, encoder) {
             // A file keeps its own path only with its length framing it.
             (BodyKind::File(file, len), Encoder::Length { .. }) => BodyKind::File(file, len),
-            (BodyKind::File(file, len), _) => {
-                BodyKind::Reader(Box::new(file.take(len)), Some(len))
-            }
+            (BodyKind::File(file, len), _) => BodyKind::Reader(Box::new(file.take(len)), Some(len)),
             (other, _) => other,
         };
         Streaming {
@@ -91,7 +89,9 @@ fn piece(
 ) -> Option<bool> {
     let want = match *encoder {
         Encoder::Length { remaining: 0 } => return Some(encoder.finish(out)),
-        Encoder::Length { remaining } => usize::try_from(remaining).map_or(STREAM_PIECE, |r| r.min(STREAM_PIECE)),
+        Encoder::Length { remaining } => {
+            usize::try_from(remaining).map_or(STREAM_PIECE, |r| r.min(STREAM_PIECE))
+        }
         _ => STREAM_PIECE,
     };
     let mut buf = [0u8; STREAM_PIECE];
