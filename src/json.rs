@@ -160,10 +160,8 @@ impl Request<'_> {
     ///
     /// The `Content-Type` must be `application/json` or `application/…+json` (parameters such as
     /// `charset=utf-8` allowed), else the body is left unread and the error is a 415. The
-    /// connection then stays open if the server can skip the unread body: the reactor has read
-    /// it already; the thread-pool engine, which streams bodies to the handler, drains up to
-    /// [`Limits::max_drain_bytes`](crate::Limits::max_drain_bytes) (64 KiB) and closes the
-    /// connection (a lingering close) after a longer one. The body is read as by [`Request::read_body`], so it is bounded by
+    /// connection then stays open (the body was read before the handler ran). The body is read
+    /// as by [`Request::read_body`], so it is bounded by
     /// [`Limits::max_body_bytes`](crate::Limits::max_body_bytes), chunked or not.
     ///
     /// # Errors

@@ -23,9 +23,6 @@ pub struct Limits {
     pub max_headers: usize,
     /// Largest request body accepted; larger gets `413 Content Too Large`. Default: 16 MiB.
     pub max_body_bytes: u64,
-    /// How much of a body the handler left unread the server will read and discard to keep the
-    /// connection alive; beyond this the connection is closed instead. Default: 64 KiB.
-    pub max_drain_bytes: u64,
     /// Output buffered for pipelined responses before it is written to the socket. Default: 64 KiB.
     pub max_pipeline_output: usize,
 }
@@ -46,7 +43,6 @@ impl Default for Limits {
             max_head_bytes: 32 * 1024,
             max_headers: 100,
             max_body_bytes: 16 * 1024 * 1024,
-            max_drain_bytes: 64 * 1024,
             max_pipeline_output: 64 * 1024,
         }
     }

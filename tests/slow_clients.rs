@@ -1,6 +1,7 @@
 //! Slow and silent clients cost memory, never a worker: thousands of connections that sent
-//! nothing, half a head, or half of their next request do not keep a new client from being
-//! served, on the server engine (parking on) and on both reactor configurations. A partial head is
+//! nothing, half a head, or half of their next request, a client sending its body slowly and one
+//! reading its response slowly do not keep a new client from being served, on the server engine
+//! (parking on) and on both reactor configurations. A partial head is
 //! answered `408` at its deadline, not before and not much after.
 //!
 //! The server engine with parking off (a worker per connection, kept for comparison) is stopped
@@ -158,6 +159,39 @@ fn a_slow_body_does_not_hold_a_worker(engine: Engine) {
     assert_eq!((r.status, r.text().as_str()), (200, "0123456789abcdefghij"));
 }
 
+/// A client that reads its response slowly holds no worker either: the worker writes what the
+/// socket takes and hands the rest to the I/O side (the parker, on the server engine), so the only
+/// worker serves another client at once; the slow one gets its whole response once it reads.
+fn a_slow_reader_does_not_hold_a_worker(engine: Engine) {
+    const BIG: usize = 32 << 20;
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        |req: &mut twinhttp::Request<'_>| match req.path() {
+            "/big" => twinhttp::Response::new(200).with_body(vec![b'x'; BIG]),
+            _ => app(req),
+        },
+    );
+    let mut slow = Client::new(srv.addr);
+    slow.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    let started = Instant::now();
+    let mut other = Client::new(srv.addr);
+    assert_eq!(
+        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "another client waited {took:?}"
+    );
+    let r = slow.response();
+    assert_eq!((r.status, r.body.len()), (200, BIG));
+}
+
 engine_tests!(
     partial_head_gets_408_at_its_deadline,
     first_head_is_due_from_the_accept
@@ -165,5 +199,6 @@ engine_tests!(
 
 parking_tests!(
     a_slow_body_does_not_hold_a_worker,
+    a_slow_reader_does_not_hold_a_worker,
     slow_clients_do_not_stop_a_new_one,
 );

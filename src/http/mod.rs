@@ -20,5 +20,6 @@ pub(crate) mod refusal;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod session;
+pub(crate) mod session_driver;
 pub(crate) mod status;
 pub(crate) mod stream;

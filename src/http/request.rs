@@ -188,9 +188,9 @@ impl RequestHead {
 
 /// An HTTP request as a handler sees it: the head, and the body as a [`Read`].
 ///
-/// The body is streamed: nothing beyond what already arrived with the head is read from the
-/// socket until the handler reads it. A body the handler leaves unread is drained (up to
-/// [`crate::Limits::max_drain_bytes`]) or the connection is closed, so keep-alive never desyncs.
+/// The body has arrived whole (up to [`crate::Limits::max_body_bytes`]) before the handler runs,
+/// on every engine: reading it never waits on the client, and a body the handler leaves unread
+/// costs the connection nothing.
 ///
 /// The accessors return the request's own data (`&'a str`, `Cow<'a, str>`), not a borrow of the
 /// `Request`, so a value read from the head can be held while the body is read. The head has

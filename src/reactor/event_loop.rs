@@ -338,7 +338,7 @@ impl<H: Handler> EventLoop<H> {
             if let Some(d) = conn.deadline.take() {
                 self.timers.remove(&(d, key));
             }
-            conn.finish(self.pool.as_ref());
+            conn.finish(self.pool.as_ref(), &mut self.pools);
             conn.release_all(&mut self.pools);
         }
     }

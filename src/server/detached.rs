@@ -11,7 +11,9 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 use crate::engine::{Control, OpenGuard};
 use crate::http::buf::ReadBuf;
-use crate::http::session::{Callbacks, Io, Next, Reads, Session, Wake};
+use crate::http::pools::Pools;
+use crate::http::session::{Callbacks, Next, Reads, Session, Wake};
+use crate::http::session_driver::SessionDriver;
 use crate::net::transport::Stream;
 
 /// Drives a session on a thread of its own, as blocking code (callbacks on that thread), until
@@ -107,28 +109,31 @@ impl Wake for Waiter {
     }
 }
 
-/// Drives `session` until it closes: wait on the socket and the wake-ups in one `poll(2)`,
-/// drive, repeat. Server shutdown wakes it to end (WebSockets close with 1001, event streams end
-/// after what is queued).
+/// Drives `session` until it closes: a turn of its driver, then a wait on the socket and the
+/// wake-ups in one `poll(2)`, until its next deadline. Server shutdown wakes it to end
+/// (WebSockets close with 1001, event streams end after what is queued).
 fn run_session(
     control: &Arc<Control>,
     waiter: &Arc<Waiter>,
     mut socket: Stream,
-    mut session: Box<dyn Session>,
-    mut buf: ReadBuf,
+    session: Box<dyn Session>,
+    input: ReadBuf,
 ) {
     let _watch = control.watch(waiter.clone());
+    // One thread, one connection: the pool holds this thread's buffer between turns.
+    let mut pools = Pools::default();
+    let mut driver = SessionDriver::new(session, Some(input), &mut pools);
     loop {
         let now = Instant::now();
-        let mut io = Io {
-            stream: &mut socket,
-            buf: &mut buf,
-            reads: Reads::UntilShortRead,
-        };
-        if control.is_shutting_down() {
-            session.shutdown(&mut io, now);
-        }
-        let (write, deadline) = match session.drive(&mut io, now, Callbacks::Inline) {
+        let next = driver.turn(
+            &mut socket,
+            &mut pools,
+            Reads::UntilShortRead,
+            now,
+            control.is_shutting_down(),
+            Callbacks::Inline,
+        );
+        let (write, deadline) = match next {
             Next::Wait { write, deadline } => (write, deadline),
             Next::Again => continue,
             Next::Close | Next::Dispatch | Next::Busy => break,
@@ -138,15 +143,6 @@ fn run_session(
             write,
             deadline.map(|d| d.saturating_duration_since(now)),
         );
-        let now = Instant::now();
-        if deadline.is_some_and(|d| d <= now) {
-            let mut io = Io {
-                stream: &mut socket,
-                buf: &mut buf,
-                reads: Reads::UntilShortRead,
-            };
-            session.expire(&mut io, now);
-        }
     }
-    session.finish(Callbacks::Inline);
+    driver.finish(Callbacks::Inline, &mut pools);
 }

@@ -21,14 +21,12 @@ use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
 use crate::handler::answer;
-use crate::http::buf::ReadBuf;
 use crate::http::driver::{Action, Cx, Handover, Request, Rules};
 use crate::http::pools::{self, Pools};
 use crate::http::session::Start;
 use crate::net::io::{self, Interrupt};
 use crate::net::upgrade::detach;
 use crate::stats::Activity;
-use crate::ws::WS_READ_BUF;
 
 /// What one server's workers share.
 pub(crate) struct Shared<H> {
@@ -64,7 +62,6 @@ enum Waits {
 
 pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     let mut pools = Pools::sharing(WORKER_KEEPS, shared.pools.clone());
-    let mut ws: Option<ReadBuf> = None;
     let waits = match shared.parker {
         Some(_) => Waits::Park,
         None => Waits::Block,
@@ -76,10 +73,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         let mut next = Some((job.into_connection(), waits));
         while let Some((conn, waits)) = next.take() {
             let kept = match &conn.phase {
-                Phase::Session(_) => {
-                    let buf = ws.get_or_insert_with(|| ReadBuf::with_len(WS_READ_BUF));
-                    session::drive(shared, conn, buf)
-                }
+                Phase::Session(_) => session::drive(shared, conn, &mut pools),
                 Phase::Http { .. } => serve(shared, conn, &mut pools, waits),
             };
             let (Some(kept), Some(parker)) = (kept, &shared.parker) else {
@@ -96,7 +90,9 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
             match parker.park(kept) {
                 Parking::Parked => {}
                 Parking::Ready(conn) => next = Some((conn, waits)),
-                Parking::Refused(conn) if conn.session().is_some() => session::abandon(conn),
+                Parking::Refused(conn) if conn.session().is_some() => {
+                    session::abandon(conn, &mut pools);
+                }
                 // Parking has ended (shutdown): an idle connection closes; an exchange under way
                 // is finished here, waiting on its socket.
                 Parking::Refused(conn) if conn.is_idle() => drop(conn),
@@ -247,13 +243,10 @@ fn switch<H: Handler>(
                 // Shutdown began after its 101 (or its head) went out: it closes.
                 Err(_) => return None,
             };
-            let session = Session::start(takeover, encoder, wake, &conn, rate, input);
+            let session = Session::start(takeover, encoder, wake, &conn, rate, input, pools);
             conn.phase = Phase::Session(Box::new(session));
             conn.settle();
-            let mut buf = pools.read();
-            let kept = session::drive(shared, conn, &mut buf);
-            pools.give_read(buf);
-            kept
+            session::drive(shared, conn, pools)
         }
         Handover::Session {
             takeover,

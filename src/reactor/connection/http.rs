@@ -9,6 +9,7 @@ use crate::http::conn::Answer;
 use crate::http::driver::{self, Action, Handover, Request};
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
+use crate::http::session_driver::SessionDriver;
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
 
@@ -76,7 +77,7 @@ impl Connection {
                 answered,
                 &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.closing),
             ),
-            Phase::Session { .. } | Phase::Detaching { .. } => cx.pools.give_head(head),
+            Phase::Session(_) | Phase::Detaching { .. } => cx.pools.give_head(head),
         }
     }
 
@@ -96,15 +97,7 @@ impl Connection {
                     rate: cx.cfg.min_response_rate,
                     encoder,
                 });
-                let input = match (session.keeps_input(), input) {
-                    (true, input) => input,
-                    (false, Some(bytes)) => {
-                        cx.pools.give_read(bytes);
-                        None
-                    }
-                    (false, None) => None,
-                };
-                self.phase = Phase::Session { session, input };
+                self.phase = Phase::Session(SessionDriver::new(session, input, cx.pools));
                 self.drive_session(cx)
             }
             Handover::Detach { then, leftover } => {

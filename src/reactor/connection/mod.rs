@@ -15,10 +15,9 @@ use super::blocking::Blocking;
 use super::pool::PoolSender;
 use crate::Handler;
 use crate::engine::OpenGuard;
-use crate::http::buf::ReadBuf;
 use crate::http::driver::{self, Driver, Rules};
 use crate::http::pools::Pools;
-use crate::http::session::Session;
+use crate::http::session_driver::SessionDriver;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
 use crate::stats::{Activity, Counters};
@@ -63,11 +62,8 @@ enum Phase {
     /// HTTP exchanges, driven by the core.
     Http(Driver),
     /// A session took the connection over (a WebSocket after its 101, an event stream after
-    /// its head); `input` holds bytes it has not consumed yet, and is given back once empty.
-    Session {
-        session: Box<dyn Session>,
-        input: Option<ReadBuf>,
-    },
+    /// its head), driven by the core's session driver.
+    Session(SessionDriver),
     /// A generic upgrade's 101 is out: the loop takes the connection out for a thread.
     Detaching {
         then: Box<dyn FnOnce(Upgraded) + Send>,
@@ -130,7 +126,7 @@ impl Connection {
     pub(crate) fn settle(&mut self) {
         let now = match &self.phase {
             Phase::Http(driver) => driver.stage().into(),
-            Phase::Session { session, .. } => session.kind().into(),
+            Phase::Session(driver) => driver.kind().into(),
             Phase::Detaching { .. } => Activity::Upgraded,
         };
         self._open.set(now);
@@ -145,13 +141,13 @@ impl Connection {
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         match &self.phase {
             Phase::Http(_) => self.drive_http(cx),
-            Phase::Session { .. } => self.drive_session(cx),
+            Phase::Session(_) => self.drive_session(cx),
             Phase::Detaching { .. } => Next::Detach,
         }
     }
 
-    /// A deadline passed. A session handles its own timers (true: drive it again); for HTTP
-    /// the core's driver decides (true: drive it to write its answer).
+    /// A deadline passed. A session's turn acts on its due timer (true: drive it again); for
+    /// HTTP the core's driver decides (true: drive it to write its answer).
     pub(crate) fn expire(
         &mut self,
         pools: &mut Pools,
@@ -160,10 +156,7 @@ impl Connection {
         counters: &Counters,
     ) -> bool {
         match &mut self.phase {
-            Phase::Session { .. } => {
-                self.on_session(pools, |session, io| session.expire(io, now));
-                true
-            }
+            Phase::Session(_) => true,
             Phase::Http(driver) => {
                 driver.expire(&mut driver::Cx::new(rules, pools, counters, now, false))
             }
@@ -177,12 +170,8 @@ impl Connection {
             Phase::Http(driver) => {
                 driver.close(pools);
             }
-            Phase::Session { input, .. } => {
-                if let Some(bytes) = input.take() {
-                    pools.give_read(bytes);
-                }
-            }
-            Phase::Detaching { .. } => {}
+            // (Its driver gave its buffer back when it finished.)
+            Phase::Session(_) | Phase::Detaching { .. } => {}
         }
     }
 }

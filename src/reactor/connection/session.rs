@@ -7,9 +7,8 @@ use std::sync::Arc;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
-use crate::http::buf::ReadBuf;
 use crate::http::pools::Pools;
-use crate::http::session::{self, Callbacks, Io, Reads, Session, Wake, Work};
+use crate::http::session::{self, Callbacks, Reads, Wake, Work};
 use crate::net::transport::Stream;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
@@ -48,72 +47,55 @@ pub(super) fn loop_waker<H>(cx: &Cx<'_, H>, id: u64) -> Box<dyn Wake> {
 }
 
 impl Connection {
-    /// Runs `f` on this connection's session with its I/O: the socket, and the loop's read
-    /// buffer for a session that reads (an event stream is lent none), given back once empty so
-    /// that an idle session holds none. `None` when the connection is not a session.
-    pub(super) fn on_session<T>(
-        &mut self,
-        pools: &mut Pools,
-        f: impl FnOnce(&mut dyn Session, &mut Io<'_>) -> T,
-    ) -> Option<T> {
-        let Phase::Session { session, input } = &mut self.phase else {
-            return None;
-        };
-        let mut none = ReadBuf::with_len(0);
-        let buf = match session.keeps_input() {
-            true => input.get_or_insert_with(|| pools.ws_read()),
-            false => &mut none,
-        };
-        let mut io = Io {
-            stream: self.socket.get_mut(),
-            buf,
-            reads: Reads::UntilWouldBlock,
-        };
-        let out = f(&mut **session, &mut io);
-        if input.as_ref().is_some_and(ReadBuf::is_empty) {
-            if let Some(b) = input.take() {
-                pools.give_read(b);
-            }
-        }
-        Some(out)
-    }
-
-    /// One turn of the session: shutdown first when the loop is closing; callbacks due under
-    /// pool dispatch go to the pool.
+    /// One turn of the session (the core's session driver): shutdown first when the loop is
+    /// closing, a due timer, then as far as it goes; callbacks due under pool dispatch go to
+    /// the pool.
     pub(super) fn drive_session<H>(&mut self, cx: &mut Cx<'_, H>) -> Next {
+        let Phase::Session(driver) = &mut self.phase else {
+            return Next::Close;
+        };
         let callbacks = match cx.pool {
             Some(_) => Callbacks::Pool,
             None => Callbacks::Inline,
         };
-        let (closing, now, pool, key, id) = (cx.closing, cx.now, cx.pool, cx.key, self.id);
-        let next = self.on_session(cx.pools, |session, io| {
-            if closing {
-                session.shutdown(io, now);
-            }
-            match session.drive(io, now, callbacks) {
-                session::Next::Dispatch => {
-                    if let (Some(pool), Some(work)) = (pool, session.take_work()) {
-                        pool.send(Job::Session { key, id, work });
-                    }
-                    session::Next::Busy
-                }
-                next => next,
-            }
-        });
+        let stream = self.socket.get_mut();
+        let next = driver.turn(
+            stream,
+            cx.pools,
+            Reads::UntilWouldBlock,
+            cx.now,
+            cx.closing,
+            callbacks,
+        );
         match next {
-            Some(session::Next::Wait { write, deadline }) => Next::Wait {
+            session::Next::Wait { write, deadline } => Next::Wait {
                 read: !write,
                 write,
                 deadline,
             },
-            Some(session::Next::Again) => Next::Again,
+            session::Next::Again => Next::Again,
+            session::Next::Dispatch => {
+                if let (Some(pool), Some(work)) = (cx.pool, driver.take_work()) {
+                    pool.send(Job::Session {
+                        key: cx.key,
+                        id: self.id,
+                        work,
+                    });
+                }
+                Self::busy()
+            }
             // The callbacks are on a worker: their return drives it again.
-            Some(session::Next::Dispatch | session::Next::Busy) => Next::Wait {
-                read: false,
-                write: false,
-                deadline: None,
-            },
-            Some(session::Next::Close) | None => Next::Close,
+            session::Next::Busy => Self::busy(),
+            session::Next::Close => Next::Close,
+        }
+    }
+
+    /// Waiting for nothing: a pool worker runs the session's callbacks.
+    fn busy() -> Next {
+        Next::Wait {
+            read: false,
+            write: false,
+            deadline: None,
         }
     }
 
@@ -123,21 +105,27 @@ impl Connection {
         work: Box<dyn Work>,
         cx: &mut Cx<'_, H>,
     ) -> Next {
-        match self.on_session(cx.pools, |session, io| session.put_back(work, io)) {
-            Some(()) => self.drive(cx),
-            None => Next::Close,
-        }
+        let Phase::Session(driver) = &mut self.phase else {
+            return Next::Close;
+        };
+        driver.put_back(
+            work,
+            self.socket.get_mut(),
+            cx.pools,
+            Reads::UntilWouldBlock,
+        );
+        self.drive(cx)
     }
 
     /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
     /// due (run here, or sent to the pool).
-    pub(crate) fn finish(&mut self, pool: Option<&PoolSender>) {
-        if let Phase::Session { session, .. } = &mut self.phase {
+    pub(crate) fn finish(&mut self, pool: Option<&PoolSender>, pools: &mut Pools) {
+        if let Phase::Session(driver) = &mut self.phase {
             let callbacks = match pool {
                 Some(_) => Callbacks::Pool,
                 None => Callbacks::Inline,
             };
-            if let (Some(work), Some(pool)) = (session.finish(callbacks), pool) {
+            if let (Some(work), Some(pool)) = (driver.finish(callbacks, pools), pool) {
                 pool.send(Job::Last(work));
             }
         }
