@@ -47,12 +47,14 @@ impl Default for Pools {
 }
 
 /// Working sets and heads going round between threads' pools: bounded channels, each side
-/// takes what the other gave (dropped when full).
+/// takes what the other gave (dropped when full). (The thread-pool engine's.)
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) struct Shared {
     busy: (Sender<Box<Busy>>, Receiver<Box<Busy>>),
     heads: (Sender<Box<RequestHead>>, Receiver<Box<RequestHead>>),
 }
 
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 impl Shared {
     /// An overflow that holds at most `n` items of each kind.
     pub(crate) fn new(n: usize) -> Arc<Shared> {
@@ -71,6 +73,7 @@ const WS_POOL_KEEP: usize = 32;
 
 impl Pools {
     /// A thread's pools that keep `keep` items of each kind and share the rest.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn sharing(keep: usize, shared: Arc<Shared>) -> Pools {
         Pools {
             keep,

@@ -134,11 +134,13 @@ impl SessionDriver {
     }
 
     /// When the engine must drive it even if nothing happens.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
     /// A turn has acted on the server's shutdown.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn has_shut_down(&self) -> bool {
         self.shut_down
     }

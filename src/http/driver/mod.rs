@@ -121,7 +121,11 @@ enum Readiness {
     /// read may end reading.
     Level,
     /// Edge-triggered: only what arrives later is reported, so reading goes on until
-    /// `WouldBlock`.
+    /// `WouldBlock`. (The thread-pool engine's.)
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
     Edge,
 }
 
@@ -170,12 +174,20 @@ impl<'a> Cx<'a> {
     }
 
     /// The engine waits edge-triggered: reads go on until the stream says `WouldBlock`.
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
     pub(crate) fn edge_triggered(mut self) -> Self {
         self.readiness = Readiness::Edge;
         self
     }
 
     /// No handler code runs here: a streamed body's next piece is left for [`Action::Produce`].
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
     pub(crate) fn without_producers(mut self) -> Self {
         self.produce = false;
         self
