@@ -72,6 +72,9 @@ pub(crate) fn parse_head(
     // Empty until the request line passes: a refusal after that point (a field, the framing
     // rules) leaves the parsed head for the access log.
     head.clear();
+    if let Some(too_long) = too_long(buf, limits) {
+        return Err(too_long);
+    }
     let mut slots =
         [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
     let mut req = httparse::Request::new(&mut []);
@@ -297,6 +300,29 @@ fn sub_delim(b: u8) -> bool {
         b,
         b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'='
     )
+}
+
+/// The length rules [`partial`] holds a partial head to, decided on the prefix where they first
+/// apply: input that reaches past it is refused for its length if that prefix was a valid start
+/// of a head, whatever follows and however the input was cut (a client that sent a 400-byte
+/// method gets 414 whether the invalid byte after it came in the same read or a later one).
+fn too_long(buf: &[u8], limits: &Limits) -> Option<ParseError> {
+    let line_cap = limits.max_target_bytes.saturating_add(REQUEST_LINE_SLACK);
+    let line_at =
+        (buf.len() > line_cap && !buf[..=line_cap].contains(&b'\n')).then_some(line_cap + 1);
+    let head_at = (buf.len() >= limits.max_head_bytes).then_some(limits.max_head_bytes);
+    let at = match (line_at, head_at) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    let prefix = &buf[..at];
+    let mut slots =
+        [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(prefix, &mut slots[..limits.header_slots()]) {
+        Ok(httparse::Status::Partial) => partial(prefix, limits).err(),
+        _ => None,
+    }
 }
 
 /// Decides whether a partial head can still become a valid one.
@@ -633,6 +659,31 @@ mod tests {
                 assert_eq!(parse(&input[..cut]), Ok(None), "cut {cut} of {input:?}");
             }
         }
+    }
+
+    /// Found by the fuzz target: a request line that outgrew its limit before it went wrong
+    /// was 414 when it came in pieces and 400 when it came at once. The length rule is decided
+    /// on the prefix where it applies, so every cut of the input gets the same answer.
+    #[test]
+    fn a_line_too_long_before_it_goes_wrong_is_414_however_it_arrives() {
+        let limits = Limits {
+            max_target_bytes: 256,
+            ..Limits::default()
+        };
+        let parse = |input: &[u8]| parse_head(input, &limits, &mut RequestHead::default());
+        let mut input = vec![b'Q'; 400];
+        input.extend_from_slice(b" /d \rQQQQ");
+        let whole = parse(&input);
+        assert_eq!(whole, Err(ParseError::TargetTooLong));
+        for cut in 1..input.len() {
+            let first = parse(&input[..cut]);
+            let answer = if first == Ok(None) { whole } else { first };
+            assert_eq!(answer, whole, "cut at {cut}");
+        }
+        // Wrong before it grew too long: 400, also when the rest is long.
+        let mut early = b"GET /\x01".to_vec();
+        early.extend_from_slice(&[b'a'; 400]);
+        assert_eq!(parse(&early), Err(ParseError::Malformed));
     }
 
     #[test]

@@ -339,3 +339,17 @@ fn a_short_read_spares_the_read_that_would_block() {
         "one read per request on a keep-alive connection"
     );
 }
+
+#[test]
+fn body_framing_longer_than_the_buffer_is_answered_400() {
+    let mut b = Bench::new();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;");
+    b.io.send(&[b'e'; 12 * 1024]);
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 0);
+    let out = b.io.take_out();
+    assert!(out.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{out}");
+    assert!(b.io.shut, "framing is lost: the close lingers");
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+    assert_eq!(b.refusals(), [Refusal::Status(400)]);
+}
