@@ -127,12 +127,6 @@ impl Connection {
         self._open.counters()
     }
 
-    /// Counts the connection as doing `what`.
-    #[inline]
-    pub(crate) fn set_activity(&mut self, what: Activity) {
-        self._open.set(what);
-    }
-
     /// Counts the connection as doing what it waits for says: called where it parks.
     pub(crate) fn settle(&mut self) {
         let now = match &self.phase {
@@ -207,6 +201,24 @@ impl Connection {
         }
     }
 
+    /// What a worker serves an HTTP connection with, borrowed together (`None`: a session).
+    pub(crate) fn serving(&mut self) -> Option<Serving<'_>> {
+        let stream = match &mut self.socket {
+            Socket::Plain(s) => s,
+            Socket::Parkable(r, _) => r.get_mut(),
+        };
+        match &mut self.phase {
+            Phase::Http { driver, held } => Some(Serving {
+                stream,
+                driver,
+                held,
+                peer: self.peer.as_ref(),
+                open: &mut self._open,
+            }),
+            Phase::Session(_) => None,
+        }
+    }
+
     /// The stream and the HTTP driver, borrowed together (`None`: a session).
     pub(crate) fn http(&mut self) -> Option<(&mut Stream, &mut Driver, &mut Held)> {
         let stream = match &mut self.socket {
@@ -248,6 +260,15 @@ impl Connection {
         };
         (stream, self._open)
     }
+}
+
+/// An HTTP connection's parts, borrowed together for a worker's turn on it.
+pub(crate) struct Serving<'a> {
+    pub(crate) stream: &'a mut Stream,
+    pub(crate) driver: &'a mut Driver,
+    pub(crate) held: &'a mut Held,
+    pub(crate) peer: Option<&'a Address>,
+    pub(crate) open: &'a mut OpenGuard,
 }
 
 /// A unit of work for a worker: a connection with a request ready (or other work its driver

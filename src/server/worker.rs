@@ -102,6 +102,20 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     }
 }
 
+/// Why a visit of a worker to a connection stopped.
+enum Stop {
+    /// The driver waits for the socket.
+    Wait {
+        read: bool,
+        write: bool,
+        until: Option<Instant>,
+    },
+    /// Its budget ran out, or a streamed body's next piece is due.
+    Yield,
+    Close,
+    Switch(Handover),
+}
+
 /// Drives an HTTP connection: runs the handlers of the requests its driver has ready, until
 /// the driver waits (`Some(conn)`: to park, or to requeue after its budget) or the connection
 /// closes or leaves (`None`).
@@ -111,29 +125,11 @@ fn serve<H: Handler>(
     pools: &mut Pools,
     waits: Waits,
 ) -> Option<Connection> {
-    let counters = &shared.control.counters;
     loop {
-        let now = Instant::now();
-        let closing = shared.control.is_shutting_down();
-        let (stream, driver, held) = conn.http()?;
-        let action = match std::mem::replace(held, Held::Work) {
-            Held::Request(request) => Action::Run(request),
-            Held::Handover(handover) => Action::Switch(handover),
-            Held::Socket { .. } | Held::Work => {
-                let cx = Cx::new(&shared.rules, pools, counters, now, closing);
-                let mut cx = match waits {
-                    // The parker's registration is edge-triggered.
-                    Waits::Park => cx.edge_triggered(),
-                    Waits::Block => cx,
-                };
-                driver.drive(stream, &mut cx)
-            }
-        };
-        match action {
-            Action::Run(request) => run_handler(shared, &mut conn, request, pools),
-            Action::Wait { read, write, until } => {
-                if let Some((_, _, held)) = conn.http() {
-                    *held = Held::Socket { write, until };
+        match visit(shared, &mut conn, pools, waits)? {
+            Stop::Wait { read, write, until } => {
+                if let Some(s) = conn.serving() {
+                    *s.held = Held::Socket { write, until };
                 }
                 match waits {
                     Waits::Park if stays(shared, &mut conn, read, write) => {}
@@ -145,34 +141,54 @@ fn serve<H: Handler>(
                     }
                 }
             }
-            Action::Yield | Action::Produce if waits == Waits::Park => return Some(conn),
-            Action::Yield | Action::Produce => {}
-            Action::Close => return None,
-            Action::Switch(handover) => return switch(shared, conn, handover, pools),
+            // (Its driver's state says `Held::Work`: it is requeued.)
+            Stop::Yield if waits == Waits::Park => return Some(conn),
+            Stop::Yield => {}
+            Stop::Close => return None,
+            Stop::Switch(handover) => return switch(shared, conn, handover, pools),
         }
     }
 }
 
-/// Runs a request's handler and gives its answer to the connection's driver.
-fn run_handler<H: Handler>(
+/// One turn of a worker on a connection: its driver drives it and the worker runs the handler
+/// of each request it has ready, until the driver stops for something else. `None`: not an
+/// HTTP connection.
+fn visit<H: Handler>(
     shared: &Shared<H>,
     conn: &mut Connection,
-    Request { head, body }: Request,
     pools: &mut Pools,
-) {
+    waits: Waits,
+) -> Option<Stop> {
     let counters = &shared.control.counters;
-    conn.set_activity(Activity::Writing);
-    let answered = answer(
-        &shared.handler,
-        &head,
-        &mut &body[..],
-        conn.peer.as_ref(),
-        counters,
-    );
+    let s = conn.serving()?;
     let closing = shared.control.is_shutting_down();
-    if let Some((_, driver, _)) = conn.http() {
-        let mut cx = Cx::new(&shared.rules, pools, counters, Instant::now(), closing);
-        driver.answer(head, answered, &mut cx);
+    let cx = Cx::new(&shared.rules, pools, counters, Instant::now(), closing);
+    let mut cx = match waits {
+        // The parker's registration is edge-triggered.
+        Waits::Park => cx.edge_triggered(),
+        Waits::Block => cx,
+    };
+    let mut ready = match std::mem::replace(s.held, Held::Work) {
+        Held::Request(request) => Some(Action::Run(request)),
+        Held::Handover(handover) => Some(Action::Switch(handover)),
+        Held::Socket { .. } | Held::Work => None,
+    };
+    loop {
+        let action = match ready.take() {
+            Some(action) => action,
+            None => s.driver.drive(s.stream, &mut cx),
+        };
+        let Request { head, body } = match action {
+            Action::Run(request) => request,
+            Action::Wait { read, write, until } => return Some(Stop::Wait { read, write, until }),
+            Action::Yield | Action::Produce => return Some(Stop::Yield),
+            Action::Close => return Some(Stop::Close),
+            Action::Switch(handover) => return Some(Stop::Switch(handover)),
+        };
+        s.open.set(Activity::Writing);
+        let answered = answer(&shared.handler, &head, &mut &body[..], s.peer, counters);
+        cx.now = Instant::now();
+        s.driver.answer(head, answered, &mut cx);
     }
 }
 

@@ -304,8 +304,12 @@ impl WsConn {
                 continue;
             }
             match self.ctx.flush(io) {
-                // Everything is out: the next backlog is measured afresh.
-                Ok(()) => self.sent = Meter::new(self.rate),
+                // Everything is out: the next backlog is measured afresh, and what was sent no
+                // longer counts against the send queue's limit.
+                Ok(()) => {
+                    self.sent = Meter::new(self.rate);
+                    self.sender.flushed();
+                }
                 Err(e) if would_block(&e) => {
                     // A peer that takes our output slower than the minimum rate is dropped.
                     self.sent.moved(now, io.take_written());
@@ -765,5 +769,38 @@ mod tests {
             Next::Close
         );
         assert_eq!(sender.send("x"), Err(SendError::Closed));
+    }
+
+    /// The send queue's limit counts what the peer has not taken, also once the connection has
+    /// taken it from the queue: a peer that reads nothing costs the limit, not the limit per
+    /// turn (before, each turn emptied the count and the rest piled up in the write buffer).
+    #[test]
+    fn the_send_queue_limit_counts_output_the_peer_has_not_taken() {
+        let wakes = Arc::new(Wakes::default());
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let t0 = Instant::now();
+        let echo = Box::new(Echo(Arc::new(Mutex::new(Vec::new()))));
+        let mut s: Box<dyn Session> = Box::new(WsConn::new(
+            echo,
+            WsConfig::default(),
+            sender.clone(),
+            t0,
+            None,
+        ));
+        let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
+        pipe.room = 0;
+        let big = vec![b'x'; 600 << 10];
+        sender.send(big.clone()).expect("room for it");
+        pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        assert_eq!(
+            sender.send(big.clone()),
+            Err(SendError::Full),
+            "the first is not out"
+        );
+        pipe.room = usize::MAX;
+        pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        sender
+            .send(big)
+            .expect("once it is out, there is room again");
     }
 }

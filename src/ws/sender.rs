@@ -43,7 +43,11 @@ pub(crate) enum Out {
 #[derive(Default)]
 pub(crate) struct Queue {
     pub(crate) items: VecDeque<Out>,
+    /// Bytes the peer has not taken yet: queued here, or taken by the connection and not yet
+    /// all written out (`in_flight`). The limit bounds both, so a slow peer costs at most the
+    /// limit however often the connection takes the queue.
     bytes: usize,
+    in_flight: usize,
     closed: bool,
 }
 
@@ -154,8 +158,15 @@ impl WsSender {
     /// Takes everything queued (the engine calls this while it runs the connection).
     pub(crate) fn take(&self, into: &mut VecDeque<Out>) {
         let mut q = self.queue();
-        q.bytes = 0;
+        q.in_flight = q.bytes;
         into.append(&mut q.items);
+    }
+
+    /// Everything the connection took is written out: it no longer counts against the limit.
+    pub(crate) fn flushed(&self) {
+        let mut q = self.queue();
+        q.bytes = q.bytes.saturating_sub(q.in_flight);
+        q.in_flight = 0;
     }
 
     /// The engine is running this connection: pushes need not wake it.
@@ -177,5 +188,6 @@ impl WsSender {
         q.closed = true;
         q.items.clear();
         q.bytes = 0;
+        q.in_flight = 0;
     }
 }

@@ -21,6 +21,9 @@ use crate::upgraded::Upgraded;
 /// The capacity a write buffer starts with.
 const WRITE_BUF: usize = 16 * 1024;
 
+/// A head's storage that grew past this is not kept for the next request.
+const MAX_KEPT_HEAD: usize = 64 * 1024;
+
 /// A write buffer that grew past this is not kept for the next exchange.
 const MAX_POOLED_WRITE: usize = 256 * 1024;
 
@@ -35,6 +38,9 @@ pub(crate) struct Busy {
     /// The minimum rate of the output being written (reset for each response).
     pub(super) sent: Meter,
     pub(super) at: Exchange,
+    /// A request head's storage, kept here between requests (it goes out with each request
+    /// and comes back with its answer), so that it travels with the working set.
+    pub(super) head: Option<Box<RequestHead>>,
 }
 
 /// Where an exchange is.
@@ -89,6 +95,7 @@ impl Busy {
             written: 0,
             sent: Meter::new(None),
             at: Exchange::Head,
+            head: None,
         }
     }
 
@@ -145,6 +152,15 @@ impl Busy {
         };
         pools.give_busy(self);
         Ok(partial)
+    }
+
+    /// Keeps a head's storage for the next request (a spare one, or one grown large by a big
+    /// head, goes to the pool, which keeps only those of the usual size).
+    pub(super) fn keep_head(&mut self, head: Box<RequestHead>, pools: &mut Pools) {
+        match self.head {
+            None if head.buf.capacity() <= MAX_KEPT_HEAD => self.head = Some(head),
+            _ => pools.give_head(head),
+        }
     }
 
     /// Gives everything back (the connection is closing).

@@ -443,7 +443,7 @@ impl Driver {
         let after = self
             .conn
             .write_response(&head, answer, true, cx.closing, &mut busy.out);
-        cx.pools.give_head(head);
+        busy.keep_head(head, cx.pools);
         busy.at = match after {
             After::Done => Exchange::Head,
             After::Refused(why) => {
@@ -549,17 +549,17 @@ impl Driver {
         }
         match &mut busy.at {
             Exchange::Head => {
-                let mut head = cx.pools.head();
+                let mut head = busy.head.take().unwrap_or_else(|| cx.pools.head());
                 match self
                     .conn
                     .recv_head(&mut busy.read, &mut head, &cx.rules.limits)
                 {
                     Ok(None) => {
-                        cx.pools.give_head(head);
+                        busy.keep_head(head, cx.pools);
                         Step::NeedInput
                     }
                     Err(e) => {
-                        cx.pools.give_head(head);
+                        busy.keep_head(head, cx.pools);
                         cx.tally
                             .refused(self.conn.write_error(e.status(), &mut busy.out));
                         Step::Progress
