@@ -14,12 +14,19 @@
 //! handler runs, so that a handler never waits on its client. Output always goes first: while it
 //! cannot drain, the connection reads nothing more (backpressure).
 
-use std::io::{Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+mod action;
 pub(crate) mod busy;
+mod cx;
+mod output;
 #[cfg(any(test, feature = "bench-internals"))]
 pub(crate) mod script;
+
+pub(crate) use action::{Action, Handover, Request, Stage};
+use cx::Readiness;
+pub(crate) use cx::{Cx, Io, Rules, Tally};
+use output::{Sent, busy_at, drain};
 
 use busy::{Busy, Exchange, Fill, Switch};
 
@@ -27,231 +34,14 @@ use crate::MinRate;
 use crate::http::access::Logging;
 use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, Answer, Close, Conn, Encoder, Late, State};
+use crate::http::conn::{After, Answer, Conn, Late};
 use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
-use crate::http::session::Takeover;
 use crate::http::stream::Streaming;
-use crate::limits::Limits;
 use crate::rate::Meter;
-use crate::transport::Transport;
-use crate::upgraded::Upgraded;
-
-/// Requests answered per turn before other connections get theirs.
-const REQUEST_BUDGET: u32 = 64;
-
-/// The stream as the driver uses it: non-blocking reads and writes (`WouldBlock` when nothing
-/// moves now), and the few things a transport must do on the driver's word.
-pub(crate) trait Io: Read + Write {
-    /// Shuts the write side (a lingering close begins).
-    fn shutdown_write(&mut self);
-    /// The exchange was cut short: do not end it cleanly where the transport can tell.
-    fn abort(&mut self);
-    /// The transport holds output it must send before it can read on (a TLS handshake flight).
-    fn wants_write(&self) -> bool;
-    /// The transport holds input the socket no longer signals (decrypted TLS records).
-    fn buffered_input(&self) -> bool;
-    /// Sends up to `len` bytes of `file` (from its position) without copying them through the
-    /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
-    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
-}
-
-impl<T: Transport + ?Sized> Io for T {
-    fn shutdown_write(&mut self) {
-        let _ = Transport::shutdown_write(self);
-    }
-    fn abort(&mut self) {
-        Transport::abort(self)
-    }
-    fn wants_write(&self) -> bool {
-        Transport::wants_write(self)
-    }
-    fn buffered_input(&self) -> bool {
-        Transport::buffered_input(self)
-    }
-    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
-        crate::transport::send_file(self, file, len)
-    }
-}
-
-/// The engine's settings the driver follows.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Rules {
-    pub(crate) limits: Limits,
-    /// A request head is due in full this long after its first byte (or the accept).
-    pub(crate) header_read: Duration,
-    /// A connection with nothing of a next request may stay this long.
-    pub(crate) idle: Duration,
-    pub(crate) body_rate: Option<MinRate>,
-    pub(crate) response_rate: Option<MinRate>,
-}
-
-/// Where the driver's counts go: the engine's live counters.
-pub(crate) trait Tally {
-    /// A request head was read in full.
-    fn request(&self, head: &RequestHead);
-    /// A request or connection was refused, for this reason.
-    fn refused(&self, why: Refusal);
-}
-
-/// What one step of the driver is given: the rules, the engine's buffers and counters, the
-/// time, whether the server is shutting down, and the turn's budget.
-pub(crate) struct Cx<'a> {
-    pub(crate) rules: &'a Rules,
-    pub(crate) pools: &'a mut Pools,
-    pub(crate) tally: &'a dyn Tally,
-    pub(crate) now: Instant,
-    /// Shutdown: the response under way is the last.
-    pub(crate) closing: bool,
-    /// How the engine waits for the stream.
-    readiness: Readiness,
-    /// A streamed body's producer (handler code) may run here: false on a thread that must not
-    /// run handler code (the thread-pool engine's parker), which gets [`Action::Produce`].
-    produce: bool,
-    turn: Turn,
-}
-
-/// How the engine learns that the stream is readable again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Readiness {
-    /// Level-triggered: whatever is left in the socket is reported at the next wait, so a short
-    /// read may end reading.
-    Level,
-    /// Edge-triggered: only what arrives later is reported, so reading goes on until
-    /// `WouldBlock`. (The thread-pool engine's.)
-    #[cfg_attr(
-        not(any(feature = "server", feature = "bench-internals")),
-        allow(dead_code)
-    )]
-    Edge,
-}
-
-/// What is left of a connection's turn (one wake-up of the engine for it).
-struct Turn {
-    /// Requests it may still answer.
-    budget: u32,
-    /// A read came back shorter than the space offered: the stream is drained, and the next
-    /// read would only say `WouldBlock`. (Waiting instead is safe where the engine's wait is
-    /// level-triggered: what is left in the socket, the end of input too, is reported again.)
-    drained: bool,
-}
-
-impl<'a> Cx<'a> {
-    /// One turn of a connection.
-    pub(crate) fn new(
-        rules: &'a Rules,
-        pools: &'a mut Pools,
-        tally: &'a dyn Tally,
-        now: Instant,
-        closing: bool,
-    ) -> Self {
-        Cx {
-            rules,
-            pools,
-            tally,
-            now,
-            closing,
-            readiness: Readiness::Level,
-            produce: true,
-            turn: Turn {
-                budget: REQUEST_BUDGET,
-                drained: false,
-            },
-        }
-    }
-
-    /// The same connection's next turn, after a yield.
-    #[cfg(feature = "bench-internals")]
-    pub(crate) fn next_turn(mut self) -> Self {
-        self.turn = Turn {
-            budget: REQUEST_BUDGET,
-            drained: false,
-        };
-        self
-    }
-
-    /// The engine waits edge-triggered: reads go on until the stream says `WouldBlock`.
-    #[cfg_attr(
-        not(any(feature = "server", feature = "bench-internals")),
-        allow(dead_code)
-    )]
-    pub(crate) fn edge_triggered(mut self) -> Self {
-        self.readiness = Readiness::Edge;
-        self
-    }
-
-    /// No handler code runs here: a streamed body's next piece is left for [`Action::Produce`].
-    #[cfg_attr(
-        not(any(feature = "server", feature = "bench-internals")),
-        allow(dead_code)
-    )]
-    pub(crate) fn without_producers(mut self) -> Self {
-        self.produce = false;
-        self
-    }
-}
-
-/// Where a connection stands, for the engine's live counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// Nothing of its next request has come.
-    Waiting,
-    /// Part of a request head has come.
-    Reading,
-    /// A request is being served: its body read, its handler run, its response written.
-    Writing,
-    /// A lingering close.
-    Closing,
-}
-
-/// A request ready for its handler.
-pub(crate) struct Request {
-    pub(crate) head: Box<RequestHead>,
-    pub(crate) body: Vec<u8>,
-}
-
-/// What the engine does next.
-pub(crate) enum Action {
-    /// Run this request's handler, then give its answer to [`Driver::answer`]. An engine that
-    /// runs it elsewhere drives the connection again at once: earlier responses go out while
-    /// the handler runs.
-    Run(Request),
-    /// Wait for the stream (readable and/or writable; neither: for a handler's answer) until
-    /// the deadline, then drive it again, or call [`Driver::expire`] once the deadline passed.
-    Wait {
-        read: bool,
-        write: bool,
-        until: Option<Instant>,
-    },
-    /// Work is left after the turn's budget: drive it again once other connections had a turn.
-    Yield,
-    /// A streamed body's next piece is due: drive it again where handler code may run (only
-    /// with [`Cx::without_producers`]).
-    Produce,
-    /// The connection is over: close it (a lingering close or an abort was carried out).
-    Close,
-    /// The response that hands the connection over is out: the engine gives it on.
-    Switch(Handover),
-}
-
-/// What takes a connection over, with the bytes read past its request.
-pub(crate) enum Handover {
-    /// A session (a WebSocket, an event stream): the engine starts it with the encoder of its
-    /// output. `input`: bytes already read (`None` when there are none), a pooled buffer.
-    Session {
-        takeover: Box<dyn Takeover>,
-        encoder: Encoder,
-        input: Option<ReadBuf>,
-    },
-    /// A generic upgrade: a thread of its own runs this.
-    Detach {
-        then: Box<dyn FnOnce(Upgraded) + Send>,
-        leftover: Vec<u8>,
-    },
-}
 
 /// Where a connection is, and what it holds there.
 enum Phase {
@@ -278,18 +68,6 @@ enum Step {
     Run(Request),
     /// Nothing more can be done without more input.
     NeedInput,
-}
-
-/// What sending a file body straight from its file came to.
-enum Sent {
-    /// Not a file body, or not a stream that can: produce it instead.
-    NotAFile,
-    /// Bytes went out.
-    Some,
-    /// The socket is full.
-    Blocked,
-    /// The stream failed.
-    Failed,
 }
 
 /// One HTTP/1.1 connection, driven.
@@ -621,153 +399,6 @@ impl Driver {
         }
     }
 
-    /// Sends the next part of a file body straight from the file, where the stream can.
-    fn send_file<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Sent {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return Sent::NotAFile;
-        };
-        let Exchange::Streaming(st) = &mut busy.at else {
-            return Sent::NotAFile;
-        };
-        let Some((file, left)) = st.file() else {
-            return Sent::NotAFile;
-        };
-        if left == 0 {
-            // Its end (or a file that came up short) is the producer's to tell.
-            return Sent::NotAFile;
-        }
-        let len = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
-        match io.send_file(file, len) {
-            None => Sent::NotAFile,
-            // The file ended before its length: the producer reads the end and cuts it.
-            Some(Ok(0)) => {
-                st.file_sent(0);
-                Sent::NotAFile
-            }
-            Some(Ok(n)) => {
-                st.file_sent(n);
-                busy.sent.moved(now, n);
-                Sent::Some
-            }
-            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Sent::Blocked,
-            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => Sent::Some,
-            Some(Err(_)) => Sent::Failed,
-        }
-    }
-
-    /// Produces the next piece of a streamed body into the (empty) output; true when it did
-    /// something, so the caller flushes and comes back. A body that panics cuts the response.
-    fn stream_step(&mut self) -> bool {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return false;
-        };
-        let Exchange::Streaming(st) = &mut busy.at else {
-            return false;
-        };
-        let produced =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.produce(&mut busy.out)));
-        let complete = match produced {
-            Ok(None) => return true,
-            Ok(Some(complete)) => complete,
-            Err(_) => {
-                log::error!("response body panicked; closing the connection");
-                false
-            }
-        };
-        self.conn.streamed(st.sent());
-        busy.at = Exchange::Head;
-        if !complete {
-            self.conn.abort();
-        }
-        true
-    }
-
-    /// With its output out and nothing to parse: the connection closes as the core said
-    /// (lingering, or cut short), or waits for its handler's answer.
-    fn hold<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
-        match self.conn.state() {
-            State::Closing(Close::Now) => self.close(cx.pools),
-            State::Closing(Close::Linger) => {
-                io.shutdown_write();
-                self.close(cx.pools);
-                let mut linger = Linger::new(cx.now);
-                let next = drain(io, &mut linger);
-                self.phase = Phase::Linger(linger);
-                next
-            }
-            State::Closing(Close::Abort) => {
-                io.abort();
-                self.close(cx.pools)
-            }
-            State::Head | State::Responding | State::Switched => Action::Wait {
-                read: false,
-                write: false,
-                until: None,
-            },
-        }
-    }
-
-    /// The response that hands the connection over is queued: once it is out, the connection
-    /// goes to what takes it over, with the bytes read past its request.
-    fn switch<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
-        if let Some(blocked) = self.flush(io, cx.now) {
-            return blocked;
-        }
-        let Phase::Busy(mut busy) = std::mem::replace(&mut self.phase, Phase::Over) else {
-            return Action::Close;
-        };
-        let handover = match std::mem::replace(&mut busy.at, Exchange::Head) {
-            Exchange::Switching(Switch::Session(encoder, takeover)) => Handover::Session {
-                takeover,
-                encoder,
-                input: match busy.read.is_empty() {
-                    true => None,
-                    false => Some(std::mem::replace(&mut busy.read, cx.pools.read())),
-                },
-            },
-            Exchange::Switching(Switch::Detach(then)) => Handover::Detach {
-                then,
-                leftover: busy.read.filled().to_vec(),
-            },
-            _ => {
-                busy.release(cx.pools);
-                return Action::Close;
-            }
-        };
-        busy.release(cx.pools);
-        Action::Switch(handover)
-    }
-
-    /// What to wait for, until the deadline that applies: the response's minimum rate while
-    /// output waits, the body's while a body is read, the head's between requests, the
-    /// lingering close's.
-    fn wait(&mut self, read: bool, write: bool, now: Instant) -> Action {
-        let until = match &mut self.phase {
-            Phase::Busy(busy) if write => busy.sent.deadline(now),
-            Phase::Busy(busy) => match &mut busy.at {
-                Exchange::Body { meter, .. } => meter.deadline(now),
-                _ => None,
-            },
-            Phase::Linger(linger) => linger.deadline(),
-            Phase::Idle | Phase::Partial(_) => self.due.until(),
-            Phase::Over => None,
-        };
-        Action::Wait { read, write, until }
-    }
-
-    /// Writes pending output; `None` when all of it is out (or there is none), else what to
-    /// do: wait for the stream to take more, or close (it failed).
-    fn flush<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Option<Action> {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return None;
-        };
-        match busy.flush(io, now) {
-            Ok(true) => None,
-            Ok(false) => Some(self.wait(false, true, now)),
-            Err(()) => Some(Action::Close),
-        }
-    }
-
     /// Reads once from the stream; the first byte of a head starts its deadline.
     fn fill<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Fill {
         let Phase::Busy(busy) = &mut self.phase else {
@@ -779,26 +410,6 @@ impl Driver {
             self.due = self.due.bytes_came(cx.now, cx.rules.header_read);
         }
         filled
-    }
-}
-
-/// Where the exchange under way is, if one is.
-fn busy_at(phase: &Phase) -> Option<&Exchange> {
-    match phase {
-        Phase::Busy(busy) => Some(&busy.at),
-        _ => None,
-    }
-}
-
-/// One step of a lingering close: drop what came, wait for more until its deadline.
-fn drain<T: Io + ?Sized>(io: &mut T, linger: &mut Linger) -> Action {
-    match linger.drain(io) {
-        true => Action::Wait {
-            read: true,
-            write: false,
-            until: linger.deadline(),
-        },
-        false => Action::Close,
     }
 }
 

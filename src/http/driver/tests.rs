@@ -2,11 +2,13 @@
 
 use std::time::{Duration, Instant};
 
+use super::cx::REQUEST_BUDGET;
 use super::script::{Recorded, Scripted};
 use super::*;
 use crate::http::access::Logging;
 use crate::http::linger::LINGER_TIME;
 use crate::http::refusal::Refusal;
+use crate::limits::Limits;
 use crate::{Body, Response};
 
 const HEAD: Duration = Duration::from_secs(10);

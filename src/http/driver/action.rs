@@ -1,0 +1,69 @@
+//! What the connection driver tells its engine: the [`Action`] to carry out, a [`Request`] to
+//! run, a [`Handover`], and where the connection stands ([`Stage`]).
+
+use std::time::Instant;
+
+use crate::http::buf::ReadBuf;
+use crate::http::conn::Encoder;
+use crate::http::request::RequestHead;
+use crate::http::session::Takeover;
+use crate::upgraded::Upgraded;
+
+/// Where a connection stands, for the engine's live counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Nothing of its next request has come.
+    Waiting,
+    /// Part of a request head has come.
+    Reading,
+    /// A request is being served: its body read, its handler run, its response written.
+    Writing,
+    /// A lingering close.
+    Closing,
+}
+
+/// A request ready for its handler.
+pub(crate) struct Request {
+    pub(crate) head: Box<RequestHead>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// What the engine does next.
+pub(crate) enum Action {
+    /// Run this request's handler, then give its answer to [`Driver::answer`]. An engine that
+    /// runs it elsewhere drives the connection again at once: earlier responses go out while
+    /// the handler runs.
+    Run(Request),
+    /// Wait for the stream (readable and/or writable; neither: for a handler's answer) until
+    /// the deadline, then drive it again, or call [`Driver::expire`] once the deadline passed.
+    Wait {
+        read: bool,
+        write: bool,
+        until: Option<Instant>,
+    },
+    /// Work is left after the turn's budget: drive it again once other connections had a turn.
+    Yield,
+    /// A streamed body's next piece is due: drive it again where handler code may run (only
+    /// with [`Cx::without_producers`]).
+    Produce,
+    /// The connection is over: close it (a lingering close or an abort was carried out).
+    Close,
+    /// The response that hands the connection over is out: the engine gives it on.
+    Switch(Handover),
+}
+
+/// What takes a connection over, with the bytes read past its request.
+pub(crate) enum Handover {
+    /// A session (a WebSocket, an event stream): the engine starts it with the encoder of its
+    /// output. `input`: bytes already read (`None` when there are none), a pooled buffer.
+    Session {
+        takeover: Box<dyn Takeover>,
+        encoder: Encoder,
+        input: Option<ReadBuf>,
+    },
+    /// A generic upgrade: a thread of its own runs this.
+    Detach {
+        then: Box<dyn FnOnce(Upgraded) + Send>,
+        leftover: Vec<u8>,
+    },
+}

@@ -1,0 +1,166 @@
+//! What the connection driver is given: the stream ([`Io`]), the engine's settings ([`Rules`]),
+//! where its counts go ([`Tally`]), and one turn's context ([`Cx`]).
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use crate::MinRate;
+use crate::http::pools::Pools;
+use crate::http::refusal::Refusal;
+use crate::http::request::RequestHead;
+use crate::limits::Limits;
+use crate::transport::Transport;
+
+/// Requests answered per turn before other connections get theirs.
+pub(super) const REQUEST_BUDGET: u32 = 64;
+
+/// The stream as the driver uses it: non-blocking reads and writes (`WouldBlock` when nothing
+/// moves now), and the few things a transport must do on the driver's word.
+pub(crate) trait Io: Read + Write {
+    /// Shuts the write side (a lingering close begins).
+    fn shutdown_write(&mut self);
+    /// The exchange was cut short: do not end it cleanly where the transport can tell.
+    fn abort(&mut self);
+    /// The transport holds output it must send before it can read on (a TLS handshake flight).
+    fn wants_write(&self) -> bool;
+    /// The transport holds input the socket no longer signals (decrypted TLS records).
+    fn buffered_input(&self) -> bool;
+    /// Sends up to `len` bytes of `file` (from its position) without copying them through the
+    /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
+    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
+}
+
+impl<T: Transport + ?Sized> Io for T {
+    fn shutdown_write(&mut self) {
+        let _ = Transport::shutdown_write(self);
+    }
+    fn abort(&mut self) {
+        Transport::abort(self)
+    }
+    fn wants_write(&self) -> bool {
+        Transport::wants_write(self)
+    }
+    fn buffered_input(&self) -> bool {
+        Transport::buffered_input(self)
+    }
+    fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
+        crate::transport::send_file(self, file, len)
+    }
+}
+
+/// The engine's settings the driver follows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rules {
+    pub(crate) limits: Limits,
+    /// A request head is due in full this long after its first byte (or the accept).
+    pub(crate) header_read: Duration,
+    /// A connection with nothing of a next request may stay this long.
+    pub(crate) idle: Duration,
+    pub(crate) body_rate: Option<MinRate>,
+    pub(crate) response_rate: Option<MinRate>,
+}
+
+/// Where the driver's counts go: the engine's live counters.
+pub(crate) trait Tally {
+    /// A request head was read in full.
+    fn request(&self, head: &RequestHead);
+    /// A request or connection was refused, for this reason.
+    fn refused(&self, why: Refusal);
+}
+
+/// What one step of the driver is given: the rules, the engine's buffers and counters, the
+/// time, whether the server is shutting down, and the turn's budget.
+pub(crate) struct Cx<'a> {
+    pub(crate) rules: &'a Rules,
+    pub(crate) pools: &'a mut Pools,
+    pub(crate) tally: &'a dyn Tally,
+    pub(crate) now: Instant,
+    /// Shutdown: the response under way is the last.
+    pub(crate) closing: bool,
+    /// How the engine waits for the stream.
+    pub(super) readiness: Readiness,
+    /// A streamed body's producer (handler code) may run here: false on a thread that must not
+    /// run handler code (the thread-pool engine's parker), which gets [`Action::Produce`].
+    pub(super) produce: bool,
+    pub(super) turn: Turn,
+}
+
+/// How the engine learns that the stream is readable again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Readiness {
+    /// Level-triggered: whatever is left in the socket is reported at the next wait, so a short
+    /// read may end reading.
+    Level,
+    /// Edge-triggered: only what arrives later is reported, so reading goes on until
+    /// `WouldBlock`. (The thread-pool engine's.)
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
+    Edge,
+}
+
+/// What is left of a connection's turn (one wake-up of the engine for it).
+pub(super) struct Turn {
+    /// Requests it may still answer.
+    pub(super) budget: u32,
+    /// A read came back shorter than the space offered: the stream is drained, and the next
+    /// read would only say `WouldBlock`. (Waiting instead is safe where the engine's wait is
+    /// level-triggered: what is left in the socket, the end of input too, is reported again.)
+    pub(super) drained: bool,
+}
+
+impl<'a> Cx<'a> {
+    /// One turn of a connection.
+    pub(crate) fn new(
+        rules: &'a Rules,
+        pools: &'a mut Pools,
+        tally: &'a dyn Tally,
+        now: Instant,
+        closing: bool,
+    ) -> Self {
+        Cx {
+            rules,
+            pools,
+            tally,
+            now,
+            closing,
+            readiness: Readiness::Level,
+            produce: true,
+            turn: Turn {
+                budget: REQUEST_BUDGET,
+                drained: false,
+            },
+        }
+    }
+
+    /// The same connection's next turn, after a yield.
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn next_turn(mut self) -> Self {
+        self.turn = Turn {
+            budget: REQUEST_BUDGET,
+            drained: false,
+        };
+        self
+    }
+
+    /// The engine waits edge-triggered: reads go on until the stream says `WouldBlock`.
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
+    pub(crate) fn edge_triggered(mut self) -> Self {
+        self.readiness = Readiness::Edge;
+        self
+    }
+
+    /// No handler code runs here: a streamed body's next piece is left for [`Action::Produce`].
+    #[cfg_attr(
+        not(any(feature = "server", feature = "bench-internals")),
+        allow(dead_code)
+    )]
+    pub(crate) fn without_producers(mut self) -> Self {
+        self.produce = false;
+        self
+    }
+}

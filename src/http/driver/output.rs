@@ -1,0 +1,191 @@
+//! The output side of the connection driver: what is queued goes out as the stream takes it, a
+//! file body straight from its file, a streamed body piece by piece; then the connection closes
+//! as the core said (lingering, cut short), waits for its handler, or is handed over.
+
+use std::time::Instant;
+
+use super::busy::{Exchange, Switch};
+use super::{Action, Cx, Driver, Handover, Io, Phase};
+use crate::http::conn::{Close, State};
+use crate::http::linger::Linger;
+
+/// What sending a file body straight from its file came to.
+pub(super) enum Sent {
+    /// Not a file body, or not a stream that can: produce it instead.
+    NotAFile,
+    /// Bytes went out.
+    Some,
+    /// The socket is full.
+    Blocked,
+    /// The stream failed.
+    Failed,
+}
+
+impl Driver {
+    /// Sends the next part of a file body straight from the file, where the stream can.
+    pub(super) fn send_file<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Sent {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return Sent::NotAFile;
+        };
+        let Exchange::Streaming(st) = &mut busy.at else {
+            return Sent::NotAFile;
+        };
+        let Some((file, left)) = st.file() else {
+            return Sent::NotAFile;
+        };
+        if left == 0 {
+            // Its end (or a file that came up short) is the producer's to tell.
+            return Sent::NotAFile;
+        }
+        let len = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+        match io.send_file(file, len) {
+            None => Sent::NotAFile,
+            // The file ended before its length: the producer reads the end and cuts it.
+            Some(Ok(0)) => {
+                st.file_sent(0);
+                Sent::NotAFile
+            }
+            Some(Ok(n)) => {
+                st.file_sent(n);
+                busy.sent.moved(now, n);
+                Sent::Some
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Sent::Blocked,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => Sent::Some,
+            Some(Err(_)) => Sent::Failed,
+        }
+    }
+
+    /// Produces the next piece of a streamed body into the (empty) output; true when it did
+    /// something, so the caller flushes and comes back. A body that panics cuts the response.
+    pub(super) fn stream_step(&mut self) -> bool {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return false;
+        };
+        let Exchange::Streaming(st) = &mut busy.at else {
+            return false;
+        };
+        let produced =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.produce(&mut busy.out)));
+        let complete = match produced {
+            Ok(None) => return true,
+            Ok(Some(complete)) => complete,
+            Err(_) => {
+                log::error!("response body panicked; closing the connection");
+                false
+            }
+        };
+        self.conn.streamed(st.sent());
+        busy.at = Exchange::Head;
+        if !complete {
+            self.conn.abort();
+        }
+        true
+    }
+
+    /// With its output out and nothing to parse: the connection closes as the core said
+    /// (lingering, or cut short), or waits for its handler's answer.
+    pub(super) fn hold<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
+        match self.conn.state() {
+            State::Closing(Close::Now) => self.close(cx.pools),
+            State::Closing(Close::Linger) => {
+                io.shutdown_write();
+                self.close(cx.pools);
+                let mut linger = Linger::new(cx.now);
+                let next = drain(io, &mut linger);
+                self.phase = Phase::Linger(linger);
+                next
+            }
+            State::Closing(Close::Abort) => {
+                io.abort();
+                self.close(cx.pools)
+            }
+            State::Head | State::Responding | State::Switched => Action::Wait {
+                read: false,
+                write: false,
+                until: None,
+            },
+        }
+    }
+
+    /// The response that hands the connection over is queued: once it is out, the connection
+    /// goes to what takes it over, with the bytes read past its request.
+    pub(super) fn switch<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
+        if let Some(blocked) = self.flush(io, cx.now) {
+            return blocked;
+        }
+        let Phase::Busy(mut busy) = std::mem::replace(&mut self.phase, Phase::Over) else {
+            return Action::Close;
+        };
+        let handover = match std::mem::replace(&mut busy.at, Exchange::Head) {
+            Exchange::Switching(Switch::Session(encoder, takeover)) => Handover::Session {
+                takeover,
+                encoder,
+                input: match busy.read.is_empty() {
+                    true => None,
+                    false => Some(std::mem::replace(&mut busy.read, cx.pools.read())),
+                },
+            },
+            Exchange::Switching(Switch::Detach(then)) => Handover::Detach {
+                then,
+                leftover: busy.read.filled().to_vec(),
+            },
+            _ => {
+                busy.release(cx.pools);
+                return Action::Close;
+            }
+        };
+        busy.release(cx.pools);
+        Action::Switch(handover)
+    }
+
+    /// What to wait for, until the deadline that applies: the response's minimum rate while
+    /// output waits, the body's while a body is read, the head's between requests, the
+    /// lingering close's.
+    pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant) -> Action {
+        let until = match &mut self.phase {
+            Phase::Busy(busy) if write => busy.sent.deadline(now),
+            Phase::Busy(busy) => match &mut busy.at {
+                Exchange::Body { meter, .. } => meter.deadline(now),
+                _ => None,
+            },
+            Phase::Linger(linger) => linger.deadline(),
+            Phase::Idle | Phase::Partial(_) => self.due.until(),
+            Phase::Over => None,
+        };
+        Action::Wait { read, write, until }
+    }
+
+    /// Writes pending output; `None` when all of it is out (or there is none), else what to
+    /// do: wait for the stream to take more, or close (it failed).
+    pub(super) fn flush<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Option<Action> {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return None;
+        };
+        match busy.flush(io, now) {
+            Ok(true) => None,
+            Ok(false) => Some(self.wait(false, true, now)),
+            Err(()) => Some(Action::Close),
+        }
+    }
+}
+
+/// Where the exchange under way is, if one is.
+pub(super) fn busy_at(phase: &Phase) -> Option<&Exchange> {
+    match phase {
+        Phase::Busy(busy) => Some(&busy.at),
+        _ => None,
+    }
+}
+
+/// One step of a lingering close: drop what came, wait for more until its deadline.
+pub(super) fn drain<T: Io + ?Sized>(io: &mut T, linger: &mut Linger) -> Action {
+    match linger.drain(io) {
+        true => Action::Wait {
+            read: true,
+            write: false,
+            until: linger.deadline(),
+        },
+        false => Action::Close,
+    }
+}
