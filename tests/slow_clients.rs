@@ -129,6 +129,21 @@ fn first_head_is_due_from_the_accept(engine: Engine) {
     );
 }
 
+/// A new client is answered within 1 s while the slow one waits.
+fn another_client_is_served_at_once(addr: std::net::SocketAddr) {
+    let started = Instant::now();
+    let mut other = Client::new(addr);
+    assert_eq!(
+        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "another client waited {took:?}"
+    );
+}
+
 /// A body that comes slowly is read without a worker: a client that sent part of its body and
 /// waits does not hold the only worker from another client, and is answered once the rest
 /// comes.
@@ -143,17 +158,7 @@ fn a_slow_body_does_not_hold_a_worker(engine: Engine) {
     );
     let mut slow = Client::new(srv.addr);
     slow.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n0123456789");
-    let started = Instant::now();
-    let mut other = Client::new(srv.addr);
-    assert_eq!(
-        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
-        200
-    );
-    let took = started.elapsed();
-    assert!(
-        took < Duration::from_secs(1),
-        "another client waited {took:?}"
-    );
+    another_client_is_served_at_once(srv.addr);
     slow.send(b"abcdefghij");
     let r = slow.response();
     assert_eq!((r.status, r.text().as_str()), (200, "0123456789abcdefghij"));
@@ -177,17 +182,7 @@ fn a_slow_reader_does_not_hold_a_worker(engine: Engine) {
     );
     let mut slow = Client::new(srv.addr);
     slow.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-    let started = Instant::now();
-    let mut other = Client::new(srv.addr);
-    assert_eq!(
-        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
-        200
-    );
-    let took = started.elapsed();
-    assert!(
-        took < Duration::from_secs(1),
-        "another client waited {took:?}"
-    );
+    another_client_is_served_at_once(srv.addr);
     let r = slow.response();
     assert_eq!((r.status, r.body.len()), (200, BIG));
 }

@@ -187,7 +187,9 @@ fn visit<H: Handler>(
         };
         s.open.set(Activity::Writing);
         let answered = answer(&shared.handler, &head, &mut &body[..], s.peer, counters);
+        // Shutdown may have begun while the handler ran: its response is then the last.
         cx.now = Instant::now();
+        cx.closing = shared.control.is_shutting_down();
         s.driver.answer(head, answered, &mut cx);
     }
 }
