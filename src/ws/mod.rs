@@ -209,8 +209,9 @@ pub struct WsConfig {
     pub max_frame_size: usize,
     /// tungstenite's read buffer: allocated per connection for as long as it lives.
     pub read_buffer_size: usize,
-    /// Bytes queued by [`WsSender`]s and not yet taken by the engine beyond which
-    /// [`WsSender::send`] fails with [`SendError::Full`] (a slow reader must not exhaust memory).
+    /// Bytes sent by [`WsSender`]s that the peer has not taken yet (queued, or buffered for the
+    /// socket) beyond which [`WsSender::send`] fails with [`SendError::Full`]: a slow reader costs
+    /// at most this.
     pub max_send_queue: usize,
     /// Send a ping when nothing was received for this long (`None`: never).
     pub ping_interval: Option<Duration>,
