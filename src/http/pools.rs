@@ -92,7 +92,7 @@ impl Pools {
     }
     pub(crate) fn give_read(&mut self, mut b: ReadBuf) {
         if b.len() == WS_READ_BUF {
-            if self.ws_reads.len() < WS_POOL_KEEP {
+            if self.ws_reads.len() < WS_POOL_KEEP.min(self.keep.max(1)) {
                 b.clear();
                 self.ws_reads.push(b);
             }

@@ -95,10 +95,12 @@ impl SessionDriver {
         reads: Reads,
         f: impl FnOnce(&mut SessionDriver, &mut Io<'_>) -> T,
     ) -> T {
-        let mut buf = match (self.input.take(), self.session.keeps_input()) {
-            (Some(bytes), _) => bytes,
-            (None, true) => pools.ws_read(),
-            (None, false) => ReadBuf::with_len(0),
+        let mut buf = match (self.input.take(), self.session.keeps_input(), reads) {
+            (Some(bytes), _, _) => bytes,
+            // Reading to a short read, the buffer grows as messages need it.
+            (None, true, Reads::UntilShortRead) => pools.read(),
+            (None, true, Reads::UntilWouldBlock) => pools.ws_read(),
+            (None, false, _) => ReadBuf::with_len(0),
         };
         let mut io = Io {
             stream,

@@ -17,9 +17,9 @@ use crate::http::session_driver::SessionDriver;
 use crate::net::transport::Stream;
 
 /// Drives a session on a thread of its own, as blocking code (callbacks on that thread), until
-/// it closes. Its [`Waiter`] is made by the engine before the response head goes out (a process
-/// out of descriptors answers 503 instead of switching and then dropping the connection), and
-/// the session was started with it as its waker.
+/// it closes. Its [`Waiter`] is made by the engine once the response head is out (a process out
+/// of descriptors then closes the connection: the 101 or the event stream's head went out
+/// already), and the session was started with it as its waker.
 pub(crate) fn detach_session(
     control: &Arc<Control>,
     stream: Stream,

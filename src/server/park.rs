@@ -353,10 +353,11 @@ impl Parker {
         Ok((conn, key))
     }
 
-    /// Enrolls a connection about to become a WebSocket or an event stream, before its head
-    /// goes out: registered for reads and writes, counted so that shutdown waits for it to end.
-    /// Returns the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown, or the poller
-    /// failed), answer 503; `Err(None)`: the connection is gone.
+    /// Enrolls a connection that became a WebSocket or an event stream (its head is out):
+    /// registered for reads and writes, counted so that shutdown waits for it to end. Returns
+    /// the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown began after its answer
+    /// — a shutdown under way answers an upgrade 503 in the core —, or the poller failed): it
+    /// closes; `Err(None)`: the connection is gone.
     // The connection comes back by value in the error, as it does from `register`.
     #[allow(clippy::result_large_err)]
     pub(crate) fn enroll(

@@ -108,7 +108,12 @@ pub(super) struct Turn {
     /// read would only say `WouldBlock`. (Waiting instead is safe where the engine's wait is
     /// level-triggered: what is left in the socket, the end of input too, is reported again.)
     pub(super) drained: bool,
+    /// File bytes sent straight from their file in this turn.
+    pub(super) file_bytes: usize,
 }
+
+/// File bytes a turn sends before the connection yields to the others.
+pub(super) const FILE_BYTES_PER_TURN: usize = 1 << 20;
 
 impl<'a> Cx<'a> {
     /// One turn of a connection.
@@ -130,6 +135,7 @@ impl<'a> Cx<'a> {
             turn: Turn {
                 budget: REQUEST_BUDGET,
                 drained: false,
+                file_bytes: 0,
             },
         }
     }
@@ -140,6 +146,7 @@ impl<'a> Cx<'a> {
         self.turn = Turn {
             budget: REQUEST_BUDGET,
             drained: false,
+            file_bytes: 0,
         };
         self
     }

@@ -24,8 +24,8 @@ mod output;
 pub(crate) mod script;
 
 pub(crate) use action::{Action, Handover, Request, Stage};
-use cx::Readiness;
 pub(crate) use cx::{Cx, Io, Rules, Tally};
+use cx::{FILE_BYTES_PER_TURN, Readiness};
 use output::{Sent, busy_at, drain};
 
 use busy::{Busy, Exchange, Fill, Switch};
@@ -123,6 +123,17 @@ impl Driver {
     /// output is written before waiting for input, when it passes `max_pipeline_output`, and
     /// when the turn's budget runs out.
     pub(crate) fn drive<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
+        let action = self.step(io, cx);
+        // However it came to a close (a write that failed, the client gone), the buffers go
+        // back and a body cut off is logged with what was sent.
+        if let Action::Close = action {
+            self.close(cx.pools);
+        }
+        action
+    }
+
+    /// [`Driver::drive`]'s work.
+    fn step<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
         match &mut self.phase {
             Phase::Linger(linger) => return drain(io, linger),
             Phase::Over => return Action::Close,
@@ -146,7 +157,14 @@ impl Driver {
                 }
                 match self.send_file(io, cx.now) {
                     Sent::NotAFile => {}
-                    Sent::Some => continue,
+                    // A fast reader of a large file does not keep the others waiting.
+                    Sent::Some(n) => {
+                        cx.turn.file_bytes = cx.turn.file_bytes.saturating_add(n);
+                        if cx.turn.file_bytes >= FILE_BYTES_PER_TURN {
+                            return Action::Yield;
+                        }
+                        continue;
+                    }
                     Sent::Blocked => return self.wait(false, true, cx.now),
                     Sent::Failed => return self.close(cx.pools),
                 }
@@ -160,6 +178,13 @@ impl Driver {
             }
             if cx.turn.budget == 0 {
                 return self.flush(io, cx.now).unwrap_or(Action::Yield);
+            }
+            // Pipelined responses are batched up to `max_pipeline_output`, then written before
+            // more is parsed: a client that does not read stops being answered there.
+            if busy.out.len() >= cx.rules.limits.max_pipeline_output {
+                if let Some(blocked) = self.flush(io, cx.now) {
+                    return blocked;
+                }
             }
             match self.process(cx) {
                 Step::Run(request) => {

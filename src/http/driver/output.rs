@@ -13,8 +13,8 @@ use crate::http::linger::Linger;
 pub(super) enum Sent {
     /// Not a file body, or not a stream that can: produce it instead.
     NotAFile,
-    /// Bytes went out.
-    Some,
+    /// Bytes went out: this many.
+    Some(usize),
     /// The socket is full.
     Blocked,
     /// The stream failed.
@@ -48,10 +48,10 @@ impl Driver {
             Some(Ok(n)) => {
                 st.file_sent(n);
                 busy.sent.moved(now, n);
-                Sent::Some
+                Sent::Some(n)
             }
             Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Sent::Blocked,
-            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => Sent::Some,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => Sent::Some(0),
             Some(Err(_)) => Sent::Failed,
         }
     }
@@ -144,7 +144,9 @@ impl Driver {
     /// lingering close's.
     pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant) -> Action {
         let until = match &mut self.phase {
-            Phase::Busy(busy) if write => busy.sent.deadline(now),
+            // Output waits for the client: the response's rate. (A read that waits for the
+            // stream to take a TLS flight too keeps the deadline of what it reads.)
+            Phase::Busy(busy) if write && !read => busy.sent.deadline(now),
             Phase::Busy(busy) => match &mut busy.at {
                 Exchange::Body { meter, .. } => meter.deadline(now),
                 _ => None,

@@ -355,3 +355,27 @@ fn body_framing_longer_than_the_buffer_is_answered_400() {
     assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
     assert_eq!(b.refusals(), [Refusal::Status(400)]);
 }
+
+#[test]
+fn pipelined_responses_stop_at_max_pipeline_output_while_the_client_reads_nothing() {
+    let mut b = Bench::new();
+    b.io.room = Some(0);
+    let one = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    b.io.send(&one.repeat(100));
+    let ten_k = || Answer::Returned(Response::new(200).with_body(vec![b'x'; 10 * 1024]));
+    let (ran, next) = b.turn(|_, _| ten_k());
+    // 64 KiB of output is queued after the seventh: written (nothing goes), then it waits.
+    assert_eq!(ran, 7);
+    assert_eq!(shown(&next), wait(false, true, Some(b.now + RATE.grace)));
+    let (ran, _) = b.turn(|_, _| ten_k());
+    assert_eq!(
+        ran, 0,
+        "nothing more is answered while the output cannot drain"
+    );
+    b.io.room = None;
+    let (ran, _) = b.turn(|_, _| ten_k());
+    assert_eq!(
+        ran, REQUEST_BUDGET as usize,
+        "once it drains, the rest is answered"
+    );
+}
