@@ -12,7 +12,8 @@
 # usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]     e.g. bench/ab.sh HEAD~3 --engine server
 #        KIND=ws bench/ab.sh BASE_REV [ENGINE FLAGS...]
 # knobs: REPS (5) DURATION (5) PORT (18190) LOADS (http: "c64 c256 pipelined16", also "close": c64
-# with Connection: close, a new connection per request; ws: "c64x32 c64x16k")
+# with Connection: close, a new connection per request, and "post16k" / "post1m": c64 POSTing a
+# 16 KiB or 1 MiB body per request, which the server reads whole; ws: "c64x32 c64x16k")
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +49,13 @@ init = function(args)
 end
 request = function() return req end
 LUA
+cat > "$work/post.lua" <<'LUA'
+-- wrk: POST a body of `size` bytes per request.
+init = function(args)
+  req = wrk.format("POST", "/", nil, string.rep("x", tonumber(args[1])))
+end
+request = function() return req end
+LUA
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -59,12 +67,14 @@ for rep in $(seq 1 "$REPS"); do
       bin=$bin_a; [ "$side" = B ] && bin=$bin_b
       "$bin" --addr "127.0.0.1:$PORT" "${flags[@]}" >/dev/null 2>&1 & pid=$!
       for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
-      args=(-t2 -d"${DURATION}s")
+      args=(-t2 -d"${DURATION}s"); script_arg=16
       case $load in
         c64) args+=(-c64) ;;
         c256) args+=(-c256) ;;
         pipelined16) args+=(-c64 -s "$work/pipeline.lua") ;;
         close) args+=(-c64 -H "Connection: close") ;;
+        post16k) args+=(-c64 -s "$work/post.lua"); script_arg=16384 ;;
+        post1m) args+=(-c64 -s "$work/post.lua"); script_arg=1048576 ;;
         c64x32) args=(--conns 64 --size 32) ;;
         c64x16k) args=(--conns 64 --size 16384) ;;
       esac
@@ -74,7 +84,7 @@ for rep in $(seq 1 "$REPS"); do
         n=$(awk '/^ws_load:/ {print $2}' <<<"$out")
         rps=$(awk '/^ws_load:/ {print $(NF-1)}' <<<"$out")
       else
-        out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- 16 2>&1 || true)
+        out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT/" -- "$script_arg" 2>&1 || true)
         n=$(awk '/requests in/ {print $1}' <<<"$out")
         rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
       fi
@@ -101,7 +111,7 @@ tool = "ws_load" if example == "ws_echo" else "wrk -t2"
 print(f"{example} {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, {tool}.\n")
 print(f"| load | A {unit}/s | B {unit}/s | B/A | A CPU µs/{unit} | B CPU µs/{unit} | B/A |")
 print("|---|---|---|---|---|---|---|")
-for load in ("c64", "c256", "pipelined16", "close", "c64x32", "c64x16k"):
+for load in ("c64", "c256", "pipelined16", "close", "post16k", "post1m", "c64x32", "c64x16k"):
     a, b = rows[(load, "A")], rows[(load, "B")]
     if not a or not b:
         continue

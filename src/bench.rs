@@ -113,11 +113,11 @@ impl Pipeline {
         let mut answered = 0;
         loop {
             match self.driver.drive(&mut self.io, &mut cx) {
-                Action::Run(request) => {
+                Action::Run(mut request) => {
                     let given = answer(
                         handler,
                         &request.head,
-                        &mut &request.body[..],
+                        &mut request.body,
                         None,
                         &self.counters,
                     );

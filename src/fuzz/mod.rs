@@ -15,6 +15,7 @@
 //! response before a close says so (or is close-delimited, cut short, or a `101`); a panic or a
 //! shutdown costs the connection; a body never exceeds the body limit.
 
+use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use crate::http::access::Logging;
@@ -301,7 +302,17 @@ impl<'a> Run<'a> {
     }
 
     /// Runs the "handler" as the script chose, and gives its answer to the driver.
-    fn run(&mut self, Request { head, body }: Request) {
+    fn run(
+        &mut self,
+        Request {
+            head,
+            body: mut received,
+        }: Request,
+    ) {
+        let mut body = Vec::new();
+        if let Err(e) = received.read_to_end(&mut body) {
+            panic!("a received body cannot be read: {e}");
+        }
         assert!(
             body.len() as u64 <= self.rules.limits.max_body_bytes,
             "a body of {} bytes",

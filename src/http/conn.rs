@@ -437,6 +437,11 @@ impl Conn {
         status_line(out, status);
         out.extend_from_slice(b"Date: ");
         append_date(out);
+        if status == 503 {
+            // What the engine refuses with 503 (no room to keep a body, a session at
+            // shutdown) is worth trying again soon.
+            out.extend_from_slice(b"\r\nRetry-After: 1");
+        }
         let _ = write!(
             out,
             "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",

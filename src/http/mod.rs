@@ -21,5 +21,6 @@ pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod session;
 pub(crate) mod session_driver;
+pub(crate) mod spool;
 pub(crate) mod status;
 pub(crate) mod stream;

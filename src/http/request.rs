@@ -190,7 +190,8 @@ impl RequestHead {
 ///
 /// The body has arrived whole (up to [`crate::Limits::max_body_bytes`]) before the handler runs,
 /// on every engine: reading it never waits on the client, and a body the handler leaves unread
-/// costs the connection nothing.
+/// costs the connection nothing. A body over [`crate::Limits::max_body_in_memory`] is read from
+/// an anonymous temporary file, gone after the exchange.
 ///
 /// The accessors return the request's own data (`&'a str`, `Cow<'a, str>`), not a borrow of the
 /// `Request`, so a value read from the head can be held while the body is read. The head has

@@ -12,6 +12,7 @@ use crate::http::conn::Answer;
 use crate::Handler;
 use crate::http::request::RequestHead;
 use crate::http::session::Work;
+use crate::http::spool::Received;
 use crate::net::transport::Address;
 use crate::stats::Counters;
 
@@ -23,7 +24,7 @@ pub(crate) enum Job {
         key: usize,
         id: u64,
         head: Box<RequestHead>,
-        body: Vec<u8>,
+        body: Received,
         peer: Option<Address>,
     },
     /// A session's callbacks due on a connection (a WebSocket's messages).
@@ -83,10 +84,10 @@ pub(crate) fn run<H: Handler>(
                 key,
                 id,
                 head,
-                body,
+                mut body,
                 peer,
             } => {
-                let answered = answer(handler, &head, &mut &body[..], peer.as_ref(), counters);
+                let answered = answer(handler, &head, &mut body, peer.as_ref(), counters);
                 reply.push(Done::Http {
                     key,
                     id,

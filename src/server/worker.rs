@@ -178,7 +178,7 @@ fn visit<H: Handler>(
             Some(action) => action,
             None => s.driver.drive(s.stream, &mut cx),
         };
-        let Request { head, body } = match action {
+        let Request { head, mut body } = match action {
             Action::Run(request) => request,
             Action::Wait { read, write, until } => return Some(Stop::Wait { read, write, until }),
             Action::Yield | Action::Produce => return Some(Stop::Yield),
@@ -186,7 +186,7 @@ fn visit<H: Handler>(
             Action::Switch(handover) => return Some(Stop::Switch(handover)),
         };
         s.open.set(Activity::Writing);
-        let answered = answer(&shared.handler, &head, &mut &body[..], s.peer, counters);
+        let answered = answer(&shared.handler, &head, &mut body, s.peer, counters);
         // Shutdown may have begun while the handler ran: its response is then the last.
         cx.now = Instant::now();
         cx.closing = shared.control.is_shutting_down();

@@ -7,6 +7,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
 use crate::http::request::RequestHead;
 use crate::http::session::Takeover;
+use crate::http::spool::Received;
 use crate::upgraded::Upgraded;
 
 /// Where a connection stands, for the engine's live counters.
@@ -22,10 +23,10 @@ pub(crate) enum Stage {
     Closing,
 }
 
-/// A request ready for its handler.
+/// A request ready for its handler: its head and its whole body.
 pub(crate) struct Request {
     pub(crate) head: Box<RequestHead>,
-    pub(crate) body: Vec<u8>,
+    pub(crate) body: Received,
 }
 
 /// What the engine does next.

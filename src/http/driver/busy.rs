@@ -14,6 +14,7 @@ use crate::http::conn::Encoder;
 use crate::http::pools::Pools;
 use crate::http::request::RequestHead;
 use crate::http::session::Takeover;
+use crate::http::spool::Spool;
 use crate::http::stream::Streaming;
 use crate::rate::Meter;
 use crate::upgraded::Upgraded;
@@ -47,11 +48,12 @@ pub(crate) struct Busy {
 pub(super) enum Exchange {
     /// Reading a request head.
     Head,
-    /// Reading a request body into memory before dispatch, at no less than the minimum rate.
+    /// Reading a request body before dispatch (into memory, or a temporary file past the
+    /// in-memory limit), at no less than the minimum rate.
     Body {
         head: Box<RequestHead>,
         decoder: Decoder,
-        body: Vec<u8>,
+        body: Spool,
         meter: Meter,
     },
     /// The request (its head and body) is with its handler; nothing is parsed until its

@@ -40,6 +40,7 @@ use crate::http::linger::Linger;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
+use crate::http::spool::{Received, Spool};
 use crate::http::stream::Streaming;
 use crate::rate::Meter;
 
@@ -372,7 +373,7 @@ impl Driver {
                         if decoder.is_done() {
                             return Step::Run(Request {
                                 head,
-                                body: Vec::new(),
+                                body: Received::empty(),
                             });
                         }
                         // The whole body is read before the handler runs, so a client holding
@@ -381,7 +382,7 @@ impl Driver {
                         busy.at = Exchange::Body {
                             head,
                             decoder,
-                            body: Vec::new(),
+                            body: Spool::new(),
                             meter: Meter::new(cx.rules.body_rate),
                         };
                         Step::Progress
@@ -402,20 +403,37 @@ impl Driver {
                         Step::Progress
                     }
                     Ok(d) => {
-                        body.extend_from_slice(&input[d.data]);
+                        let kept = body.push(&input[d.data], cx.rules.limits.max_body_in_memory);
                         busy.read.consume(d.consumed);
                         meter.moved(cx.now, d.consumed);
-                        if decoder.is_done() {
-                            match std::mem::replace(&mut busy.at, Exchange::Head) {
-                                Exchange::Body { head, body, .. } => {
-                                    Step::Run(Request { head, body })
-                                }
-                                _ => Step::NeedInput,
+                        if let Err(e) = kept {
+                            log::error!(
+                                "a request body could not be kept in a temporary file: {e}"
+                            );
+                            cx.tally.refused(self.conn.write_error(503, &mut busy.out));
+                            return Step::Progress;
+                        }
+                        if !decoder.is_done() {
+                            return match d.consumed {
+                                0 => Step::NeedInput,
+                                _ => Step::Progress,
+                            };
+                        }
+                        let Exchange::Body { head, body, .. } =
+                            std::mem::replace(&mut busy.at, Exchange::Head)
+                        else {
+                            return Step::NeedInput;
+                        };
+                        match body.finish() {
+                            Ok(body) => Step::Run(Request { head, body }),
+                            Err(e) => {
+                                log::error!(
+                                    "a request body could not be read back from its temporary file: {e}"
+                                );
+                                busy.keep_head(head, cx.pools);
+                                cx.tally.refused(self.conn.write_error(503, &mut busy.out));
+                                Step::Progress
                             }
-                        } else if d.consumed == 0 {
-                            Step::NeedInput
-                        } else {
-                            Step::Progress
                         }
                     }
                 }

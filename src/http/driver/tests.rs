@@ -1,5 +1,6 @@
 //! The driver with no socket: (bytes in, time, room to write) → actions, one decision each.
 
+use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use super::cx::REQUEST_BUDGET;
@@ -69,9 +70,13 @@ impl Bench {
         let mut ran = 0;
         loop {
             match self.driver.drive(&mut self.io, &mut cx) {
-                Action::Run(Request { head, body }) => {
+                Action::Run(Request { head, mut body }) => {
                     ran += 1;
-                    let answered = answer(&head, &body);
+                    let mut bytes = Vec::new();
+                    let answered = match body.read_to_end(&mut bytes) {
+                        Ok(_) => answer(&head, &bytes),
+                        Err(e) => panic!("a received body cannot be read: {e}"),
+                    };
                     self.driver.answer(head, answered, &mut cx);
                 }
                 other => return (ran, other),

@@ -23,7 +23,7 @@ impl Connection {
         let mut turn = driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.closing);
         let handover = loop {
             match driver.drive(self.socket.get_mut(), &mut turn) {
-                Action::Run(Request { head, body }) => match cx.pool {
+                Action::Run(Request { head, mut body }) => match cx.pool {
                     // Earlier responses go out while the pool runs it: drive on.
                     Some(pool) => pool.send(Job::Http {
                         key: cx.key,
@@ -37,13 +37,8 @@ impl Connection {
                         // itself); the step's end settles the gauge.
                         self._open.set(Activity::Writing);
                         let started = cx.blocking.start();
-                        let answered = answer(
-                            cx.handler,
-                            &head,
-                            &mut &body[..],
-                            Some(&self.peer),
-                            cx.counters,
-                        );
+                        let answered =
+                            answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
                         cx.blocking.returned(started, &head, cx.counters);
                         driver.answer(head, answered, &mut turn);
                     }
