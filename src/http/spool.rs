@@ -12,8 +12,10 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 pub(crate) enum Spool {
     /// Payload so far, no more than the in-memory threshold.
     Memory(Vec<u8>),
-    /// Past the threshold: every byte so far, in a temporary file.
-    File(File),
+    /// Past the threshold: the bytes so far, in a temporary file and (the latest, fewer than
+    /// the threshold) in `pending`, written out once it fills: a large body is written in
+    /// pieces of the threshold's size rather than one per read.
+    File { file: File, pending: Vec<u8> },
 }
 
 impl Spool {
@@ -31,13 +33,22 @@ impl Spool {
                 Ok(())
             }
             Spool::Memory(bytes) => {
-                let mut file = tempfile::tempfile()?;
-                file.write_all(bytes)?;
-                file.write_all(payload)?;
-                *self = Spool::File(file);
+                let file = tempfile::tempfile()?;
+                let pending = std::mem::take(bytes);
+                *self = Spool::File { file, pending };
+                self.push(payload, threshold)
+            }
+            Spool::File { file, pending } => {
+                if pending.len().saturating_add(payload.len()) > threshold {
+                    file.write_all(pending)?;
+                    pending.clear();
+                }
+                if payload.len() > threshold {
+                    return file.write_all(payload);
+                }
+                pending.extend_from_slice(payload);
                 Ok(())
             }
-            Spool::File(file) => file.write_all(payload),
         }
     }
 
@@ -45,7 +56,8 @@ impl Spool {
     pub(crate) fn finish(self) -> io::Result<Received> {
         match self {
             Spool::Memory(bytes) => Ok(Received::Memory(Cursor::new(bytes))),
-            Spool::File(mut file) => {
+            Spool::File { mut file, pending } => {
+                file.write_all(&pending)?;
                 file.seek(SeekFrom::Start(0))?;
                 Ok(Received::File(file))
             }
@@ -110,7 +122,7 @@ mod tests {
         let mut s = Spool::new();
         s.push(b"abcd", 8).expect("memory");
         s.push(b"efghi", 8).expect("file");
-        assert!(matches!(s, Spool::File(_)));
+        assert!(matches!(s, Spool::File { .. }));
         s.push(b"jk", 8).expect("file");
         assert_eq!(read_all(s), b"abcdefghijk");
     }
@@ -119,7 +131,7 @@ mod tests {
     fn a_zero_threshold_spools_every_body() {
         let mut s = Spool::new();
         s.push(b"x", 0).expect("file");
-        assert!(matches!(s, Spool::File(_)));
+        assert!(matches!(s, Spool::File { .. }));
         assert_eq!(read_all(s), b"x");
     }
 }
