@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use twinhttp::sse::{Event, SseSender};
 use twinhttp::stats::{Refusal, Stats, StatsHandle};
-use twinhttp::ws::{RequestExt, WsMessage, WsSender};
+use twinhttp::ws::{RequestExt, SendError, WsHandler, WsMessage, WsSender};
 use twinhttp::{Body, Request, Response, Router};
 
 const ROUTES: &[(&str, &str, &str)] = &[
@@ -36,6 +36,16 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ),
     (
         "GET",
+        "/room",
+        "a WebSocket broadcast room: every text message sent is sent to every member",
+    ),
+    (
+        "POST",
+        "/length",
+        "reads the request body (without keeping it) and answers its length",
+    ),
+    (
+        "GET",
         "/sse",
         "server-sent events: one a second with an incrementing id (resumes after Last-Event-ID)",
     ),
@@ -56,6 +66,35 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ),
     ("GET", "/routes", "this page"),
 ];
+
+/// The members of `/room`.
+static ROOM: Mutex<Vec<WsSender>> = Mutex::new(Vec::new());
+
+/// Sends `text` to every member of `/room`, each its own copy (as a chat formats a line per
+/// member); a member who left, or was dropped for the server's memory budget, leaves the list.
+/// A member whose queue is full misses it.
+fn broadcast(text: &str) {
+    ROOM.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|member| !matches!(member.send(text), Err(SendError::Closed)));
+}
+
+/// A member of `/room`.
+struct Member;
+
+impl WsHandler for Member {
+    fn on_open(&mut self, ws: &WsSender) {
+        ROOM.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ws.clone());
+    }
+
+    fn on_message(&mut self, _: &WsSender, msg: WsMessage) {
+        if let Some(text) = msg.as_text() {
+            broadcast(text);
+        }
+    }
+}
 
 /// Open event streams and the id each sends next; one ticker thread feeds them all.
 static STREAMS: Mutex<Vec<(SseSender, u64)>> = Mutex::new(Vec::new());
@@ -105,6 +144,17 @@ fn demo(stats: StatsHandle) -> Router {
                 let _ = ws.send(msg);
             }),
             Err(refusal) => refusal,
+        })
+        .get("/room", |req| match req.upgrade_websocket() {
+            Ok(upgrade) => upgrade.accept(Member),
+            Err(refusal) => refusal,
+        })
+        // Counted as it is read, not collected: a large body costs this handler nothing.
+        .post("/length", |req| {
+            match std::io::copy(req.body(), &mut std::io::sink()) {
+                Ok(n) => Response::text(n.to_string()),
+                Err(_) => Response::new(400),
+            }
         })
         .get("/sse", sse)
         .get("/file", |req| {
@@ -159,6 +209,8 @@ fn stats_json(s: &Stats) -> String {
             Refusal::OverCapacity => format!("\"over_capacity\": {n}"),
             Refusal::HeaderTimeout => format!("\"header_timeout\": {n}"),
             Refusal::TooSlow => format!("\"too_slow\": {n}"),
+            Refusal::BodyOverBudget => format!("\"body_over_budget\": {n}"),
+            Refusal::SessionOverBudget => format!("\"session_over_budget\": {n}"),
             Refusal::Status(status) => format!("\"{status}\": {n}"),
             _ => format!("\"other\": {n}"),
         })
@@ -167,7 +219,8 @@ fn stats_json(s: &Stats) -> String {
         "{{\"accepted\": {}, \"handled\": {}, \"requests\": {}, \"active\": {}, \
          \"waiting\": {}, \"reading\": {}, \"queued\": {}, \"writing\": {}, \"closing\": {}, \
          \"websockets\": {}, \"event_streams\": {}, \"upgraded\": {}, \"parked\": {}, \
-         \"per_loop\": [{}], \"refused\": {{{}}}, \"panics\": {}, \"threads\": {}}}\n",
+         \"per_loop\": [{}], \"refused\": {{{}}}, \"panics\": {}, \"threads\": {}, \
+         \"memory_held\": {}, \"memory_budget\": {}}}\n",
         s.accepted,
         s.handled,
         s.requests,
@@ -185,6 +238,8 @@ fn stats_json(s: &Stats) -> String {
         refused.join(", "),
         s.panics,
         s.threads,
+        s.memory_held,
+        s.memory_budget,
     )
 }
 

@@ -116,6 +116,12 @@ impl Builder {
         both!(self, limits(limits))
     }
 
+    /// The memory budget of the whole server (bodies in memory, response tails, send queues).
+    /// Default: 256 MiB; see [`server::Builder::memory_budget`](crate::reactor::Builder::memory_budget).
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        both!(self, memory_budget(bytes))
+    }
+
     /// Most connections open at once; past it a new one is answered `503`. Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
         both!(self, max_connections(n))

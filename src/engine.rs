@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use polling::{Events, Poller};
 use slab::Slab;
 
+use crate::http::budget::Budget;
 use crate::http::session::Wake;
 use crate::net::transport::Address;
 use crate::stats::{Activity, Counters, Refusal, Stats, StatsHandle};
@@ -48,15 +49,16 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
-    /// The state of an engine with `loops` event loops (0: the server engine).
-    pub(crate) fn new(loops: usize) -> Self {
+    /// The state of an engine with `loops` event loops (0: the server engine) and a memory
+    /// budget of `budget` bytes.
+    pub(crate) fn new(loops: usize, budget: usize) -> Self {
         Control {
             shutting_down: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             detached: AtomicUsize::new(0),
             watchers: Mutex::new(Slab::new()),
             threads: AtomicUsize::new(0),
-            counters: Counters::new(loops),
+            counters: Counters::new(loops, Budget::new(budget)),
         }
     }
 

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::Response;
 use crate::deadline;
+use crate::http::budget::{Enlisted, Held, Queued};
 use crate::http::conn::Encoder;
 use crate::http::response::{Body, BodyKind};
 use crate::http::session::{
@@ -173,6 +174,13 @@ impl SseConfig {
 struct Queue {
     bytes: Vec<u8>,
     flow: Flow,
+    /// From the stream's start: what the client has not taken (these bytes, and those the
+    /// stream moved into its output and has not written), charged to the server's budget.
+    held: Option<Held>,
+    /// When the oldest of `bytes` was queued.
+    queued_since: Option<Instant>,
+    /// When the oldest bytes the stream moved into its output, not yet written, were queued.
+    out_since: Option<Instant>,
 }
 
 /// Where a stream is, as its senders see it.
@@ -184,6 +192,8 @@ enum Flow {
     Ending,
     /// The connection is gone (or the stream never started, as for a HEAD request).
     Closed,
+    /// Dropped for the server's memory budget: the connection closes on its next turn.
+    Shed,
 }
 
 struct Shared {
@@ -265,14 +275,64 @@ impl SseSender {
             if q.bytes.len() >= self.shared.config.max_queue {
                 return Err(SendError::Full);
             }
+            let before = q.bytes.len();
             f(&mut q);
+            if !charge(&mut q, before) {
+                let event = q.bytes.split_off(before);
+                drop(q);
+                self.fit(event)?;
+            }
         }
+        self.wake();
+        Ok(())
+    }
+
+    fn wake(&self) {
         if self.shared.notified.should_wake() {
             if let Some(w) = self.shared.waker.get() {
                 w.wake();
             }
         }
-        Ok(())
+    }
+
+    /// Past the server's budget: the sessions whose unsent data is oldest go (perhaps this
+    /// one) until `event` fits, then it is queued. When no session holds unsent data, it goes
+    /// anyway (past the budget by one event); after [`SHEDS_PER_PUSH`] drops it is refused.
+    fn fit(&self, event: Vec<u8>) -> Result<(), SendError> {
+        let mut last = false;
+        for sheds in 0.. {
+            let budget = {
+                let mut q = self.queue();
+                if q.flow != Flow::Open {
+                    return Err(SendError::Closed);
+                }
+                let budget = match q.held.as_mut() {
+                    None => None,
+                    Some(held) => {
+                        if held.try_grow(event.len()) {
+                            None
+                        } else if !last && sheds < SHEDS_PER_PUSH {
+                            Some(held.budget().clone())
+                        } else if held.bytes() == 0 {
+                            held.grow(event.len());
+                            None
+                        } else {
+                            return Err(SendError::Full);
+                        }
+                    }
+                };
+                if budget.is_none() {
+                    if q.bytes.is_empty() {
+                        q.queued_since = Some(Instant::now());
+                    }
+                    q.bytes.extend_from_slice(&event);
+                    return Ok(());
+                }
+                budget
+            };
+            last = !budget.is_some_and(|b| b.shed_oldest());
+        }
+        Err(SendError::Full)
     }
 
     /// Queues an event. `Err(Closed)` once the client went away or the stream ended.
@@ -298,6 +358,51 @@ impl SseSender {
     /// True once the stream ended (the client went away, [`SseSender::close`], or shutdown).
     pub fn is_closed(&self) -> bool {
         self.queue().flow != Flow::Open
+    }
+}
+
+/// How many sessions one event may drop to fit in the server's memory budget.
+const SHEDS_PER_PUSH: usize = 8;
+
+/// Charges what a push added (past `before`) to the server's budget; false when it does not
+/// fit (and nothing was taken).
+fn charge(q: &mut Queue, before: usize) -> bool {
+    let added = q.bytes.len() - before;
+    if before == 0 && added > 0 {
+        q.queued_since = Some(Instant::now());
+    }
+    q.held.as_mut().is_none_or(|held| held.try_grow(added))
+}
+
+impl Queued for Shared {
+    fn oldest(&self) -> Option<Instant> {
+        let q = lock(&self.queue);
+        match q.flow {
+            Flow::Open => q.out_since.or(q.queued_since),
+            _ => None,
+        }
+    }
+
+    fn shed(&self) {
+        {
+            let mut q = lock(&self.queue);
+            if q.flow != Flow::Open {
+                return;
+            }
+            if let Some(held) = q.held.as_mut() {
+                held.set(0);
+                held.budget().session_dropped();
+            }
+            q.flow = Flow::Shed;
+            q.bytes = Vec::new();
+            q.queued_since = None;
+            q.out_since = None;
+        }
+        if self.notified.should_wake() {
+            if let Some(w) = self.waker.get() {
+                w.wake();
+            }
+        }
     }
 }
 
@@ -338,18 +443,33 @@ struct SseConn {
     /// The minimum rate of output while the client does not take it all.
     rate: Option<MinRate>,
     sent: Meter,
+    /// Bytes of the queue in `out`, still charged to the budget until written.
+    charged: usize,
+    /// On the budget's list of sessions it may drop.
+    _enlisted: Enlisted,
 }
 
 impl SseConn {
-    fn new(
-        stream: Stream,
-        encoder: Encoder,
-        waker: Box<dyn Wake>,
-        now: Instant,
-        rate: Option<MinRate>,
-    ) -> Self {
+    fn new(stream: Stream, start: Start) -> Self {
+        let Start {
+            waker,
+            now,
+            rate,
+            encoder,
+            budget,
+            ..
+        } = start;
         let _ = stream.0.waker.set(waker);
+        {
+            // What was queued before the stream started counts from now.
+            let mut q = lock(&stream.0.queue);
+            let mut held = budget.charge();
+            held.grow(q.bytes.len());
+            q.held = Some(held);
+        }
+        let me: std::sync::Weak<dyn Queued> = Arc::downgrade(&stream.0) as _;
         SseConn {
+            _enlisted: budget.enlist(me),
             shared: stream.0.clone(),
             _stream: stream,
             encoder,
@@ -359,6 +479,7 @@ impl SseConn {
             ending: false,
             rate,
             sent: Meter::new(rate),
+            charged: 0,
         }
     }
 
@@ -374,14 +495,23 @@ impl SseConn {
         }
     }
 
-    /// Marks the sender closed (the connection is going away).
+    /// Marks the sender closed (the connection is going away): what is queued is dropped and
+    /// no longer counts.
     fn sender_closed(&mut self) {
-        self.queue().flow = Flow::Closed;
+        let mut q = self.queue();
+        q.flow = Flow::Closed;
+        q.bytes = Vec::new();
+        q.held = None;
+        q.queued_since = None;
+        q.out_since = None;
     }
 
     /// Writes what is queued (and a heartbeat when due), watches for the client going away.
     fn run(&mut self, sock: &mut dyn Duplex, now: Instant) -> Next {
         self.shared.notified.running();
+        if lock(&self.shared.queue).flow == Flow::Shed {
+            return self.closed();
+        }
         // The client sends nothing on an event stream; end of input means it went away.
         let mut scratch = [0u8; 512];
         loop {
@@ -400,9 +530,19 @@ impl SseConn {
                 // Everything is out: the next backlog is measured afresh.
                 self.sent = Meter::new(self.rate);
                 let mut q = lock(&self.shared.queue);
+                if let Some(held) = q.held.as_mut() {
+                    held.shrink(std::mem::take(&mut self.charged));
+                }
+                q.out_since = None;
+                if q.flow == Flow::Shed {
+                    drop(q);
+                    return self.closed();
+                }
                 if !q.bytes.is_empty() {
                     self.encoder.encode(&q.bytes, &mut self.out);
+                    self.charged = q.bytes.len();
                     q.bytes.clear();
+                    q.out_since = q.queued_since.take();
                 }
                 if q.flow != Flow::Open && !self.ending {
                     self.ending = true;
@@ -481,14 +621,7 @@ impl SseConn {
 
 impl Takeover for Stream {
     fn start(self: Box<Self>, start: Start) -> Box<dyn Session> {
-        let Start {
-            waker,
-            now,
-            rate,
-            encoder,
-            ..
-        } = start;
-        Box::new(SseConn::new(*self, encoder, waker, now, rate))
+        Box::new(SseConn::new(*self, start))
     }
 }
 
@@ -536,6 +669,16 @@ mod tests {
         wakes: &Arc<Wakes>,
         rate: Option<MinRate>,
     ) -> (Box<dyn Session>, SseSender) {
+        started_in(config, wakes, rate, &crate::http::budget::Budget::default())
+    }
+
+    /// [`started`], its queue counted against `budget`.
+    fn started_in(
+        config: SseConfig,
+        wakes: &Arc<Wakes>,
+        rate: Option<MinRate>,
+        budget: &crate::http::budget::Budget,
+    ) -> (Box<dyn Session>, SseSender) {
         let (mut response, sender) = Response::event_stream_with(config);
         let BodyKind::Session(takeover) = response.take_body().kind else {
             panic!("an event stream is a session");
@@ -546,6 +689,7 @@ mod tests {
             now: Instant::now(),
             rate,
             encoder: Encoder::Chunked,
+            budget: budget.clone(),
         });
         (session, sender)
     }
@@ -675,5 +819,20 @@ mod tests {
             event.encode(&mut out);
             assert_eq!(String::from_utf8_lossy(&out), want);
         }
+    }
+
+    #[test]
+    fn past_the_budget_the_stream_with_the_oldest_unsent_events_goes() {
+        let wakes = Arc::new(Wakes::default());
+        let budget = crate::http::budget::Budget::new(300);
+        let (_old_session, old) = started_in(SseConfig::default(), &wakes, None, &budget);
+        let (_young_session, young) = started_in(SseConfig::default(), &wakes, None, &budget);
+        assert_eq!(old.comment(&"o".repeat(190)), Ok(()));
+        assert_eq!(young.comment(&"y".repeat(40)), Ok(()));
+        assert_eq!(young.comment(&"y".repeat(90)), Ok(()));
+        assert!(old.is_closed(), "the oldest unsent events went");
+        assert!(!young.is_closed());
+        assert_eq!(budget.refusals(), (0, 1));
+        assert_eq!(budget.held(), 40 + 4 + 90 + 4);
     }
 }

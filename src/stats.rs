@@ -28,6 +28,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
+use crate::http::budget::Budget;
+
 #[cfg(feature = "metrics")]
 mod publish;
 #[cfg(feature = "metrics")]
@@ -71,6 +73,9 @@ impl From<crate::http::driver::Stage> for Activity {
 }
 
 impl crate::http::driver::Tally for Counters {
+    fn budget(&self) -> &Budget {
+        &self.budget
+    }
     fn request(&self, _: &crate::http::request::RequestHead) {
         Counters::request(self);
     }
@@ -136,6 +141,8 @@ pub(crate) struct Counters {
     parked: AtomicU64,
     /// Connections on each reactor loop, stored by the loop itself.
     loops: Box<[CachePadded<AtomicUsize>]>,
+    /// The engine's memory budget, with its own counts.
+    budget: Budget,
 }
 
 impl std::fmt::Debug for Counters {
@@ -146,13 +153,14 @@ impl std::fmt::Debug for Counters {
 
 impl Default for Counters {
     fn default() -> Self {
-        Counters::new(0)
+        Counters::new(0, Budget::default())
     }
 }
 
 impl Counters {
-    /// Counters for an engine with `loops` event loops (0: the server engine).
-    pub(crate) fn new(loops: usize) -> Self {
+    /// Counters for an engine with `loops` event loops (0: the server engine) and its memory
+    /// budget.
+    pub(crate) fn new(loops: usize, budget: Budget) -> Self {
         Counters {
             slots: Box::new(std::array::from_fn(|_| CachePadded::new(Slot::default()))),
             accepted: AtomicU64::new(0),
@@ -166,7 +174,13 @@ impl Counters {
             loops: (0..loops)
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
                 .collect(),
+            budget,
         }
+    }
+
+    /// The engine's memory budget.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     #[inline]
@@ -203,6 +217,8 @@ impl Counters {
             Refusal::OverCapacity => &self.over_capacity,
             Refusal::HeaderTimeout => &self.header_timeouts,
             Refusal::TooSlow => &self.too_slow,
+            Refusal::BodyOverBudget => return self.budget.body_refused(),
+            Refusal::SessionOverBudget => return self.budget.session_dropped(),
             Refusal::Status(s) => match self.statuses.get(usize::from(s).wrapping_sub(400)) {
                 Some(c) => c,
                 None => return,
@@ -268,6 +284,9 @@ impl Counters {
             (Refusal::HeaderTimeout, self.header_timeouts.load(Relaxed)),
             (Refusal::TooSlow, self.too_slow.load(Relaxed)),
         ];
+        let (bodies, sessions) = self.budget.refusals();
+        refused.push((Refusal::BodyOverBudget, bodies));
+        refused.push((Refusal::SessionOverBudget, sessions));
         for (status, c) in (400u16..).zip(self.statuses.iter()) {
             let n = c.load(Relaxed);
             if n > 0 {
@@ -296,6 +315,8 @@ impl Counters {
             panics: self.panics.load(Relaxed),
             blocking_handlers: self.blocking_handlers.load(Relaxed),
             threads: threads as u64,
+            memory_held: self.budget.held() as u64,
+            memory_budget: self.budget.limit() as u64,
         }
     }
 }
@@ -380,6 +401,11 @@ pub struct Stats {
     /// The engine's threads alive: workers, loops, pool workers, the parker and the acceptor,
     /// and the threads of detached connections.
     pub threads: u64,
+    /// Bytes held now against the memory budget: request bodies in memory, response tails
+    /// waiting for their clients, WebSocket and event-stream send queues.
+    pub memory_held: u64,
+    /// The memory budget (`memory_budget` on either builder).
+    pub memory_budget: u64,
 }
 
 impl Stats {
@@ -454,7 +480,7 @@ mod tests {
 
     #[test]
     fn gauges_add_up_across_threads() {
-        let c = Arc::new(Counters::new(0));
+        let c = Arc::new(Counters::default());
         c.enter(Activity::Waiting);
         c.moved(Activity::Waiting, Activity::Reading);
         let other = c.clone();
@@ -473,7 +499,7 @@ mod tests {
 
     #[test]
     fn refusals_by_reason() {
-        let c = Counters::new(0);
+        let c = Counters::default();
         c.refused(Refusal::Status(431));
         c.refused(Refusal::Status(431));
         c.refused(Refusal::Status(200)); // never counted: not an error status

@@ -40,6 +40,8 @@ pub struct Args {
     pub static_dir: Option<String>,
     /// `--access-log`: one line per exchange through `log` (target `twinhttp::access`, at info).
     pub access_log: bool,
+    /// `--memory-budget MIB`: the server's memory budget (default 256 MiB).
+    pub memory_budget: Option<usize>,
 }
 
 const USAGE: &str = "options: -h, --help (this text)
@@ -50,7 +52,8 @@ const USAGE: &str = "options: -h, --help (this text)
          --no-park  --session-threads  --park-linger-us N (server engine)
          --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
          --static DIR (app: the folder served under /static/)
-         --access-log (a line per exchange, logged by default; RUST_LOG overrides)";
+         --access-log (a line per exchange, logged by default; RUST_LOG overrides)
+         --memory-budget MIB (bodies in memory, response tails, send queues; 256)";
 
 impl Args {
     /// The options from the command line; `--help` prints them and exits 0, a bad one prints
@@ -76,6 +79,7 @@ impl Args {
             tls_key: None,
             static_dir: None,
             access_log: false,
+            memory_budget: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -100,6 +104,13 @@ impl Args {
                 "--tls-key" => args.tls_key = Some(value()),
                 "--static" => args.static_dir = Some(value()),
                 "--access-log" => args.access_log = true,
+                "--memory-budget" => {
+                    let mib = number(&value());
+                    args.memory_budget = Some(
+                        mib.checked_mul(1 << 20)
+                            .unwrap_or_else(|| usage("--memory-budget is in MiB and too large")),
+                    );
+                }
                 "-h" | "--help" => help(),
                 other => usage(&format!("unknown option {other}")),
             }
@@ -187,6 +198,9 @@ impl Args {
     /// `builder` with the options applied: the shared ones once, each engine's own to it.
     pub fn configure(&self, builder: Builder) -> Builder {
         let mut b = builder.access_log(self.access_log);
+        if let Some(bytes) = self.memory_budget {
+            b = b.memory_budget(bytes);
+        }
         #[cfg(feature = "server")]
         {
             b = b.server(|mut s| {

@@ -4,6 +4,7 @@
 pub(crate) mod access;
 pub(crate) mod address;
 pub(crate) mod body;
+pub(crate) mod budget;
 pub(crate) mod buf;
 pub(crate) mod conn;
 pub(crate) mod cookie;

@@ -12,6 +12,13 @@ pub enum Refusal {
     /// A request body that arrived slower than its minimum rate (`408`), or a client that took
     /// a response slower than its minimum rate (closed).
     TooSlow,
+    /// A request with a body answered `503` (with `Retry-After`) because the server's memory
+    /// budget was spent when its head came.
+    BodyOverBudget,
+    /// A WebSocket or event stream dropped because its send queue would have grown past the
+    /// server's memory budget while it still held unsent data (a peer reading slower than it
+    /// is sent to).
+    SessionOverBudget,
     /// Any other status the engine answered itself: `400` (malformed), `413`, `414`, `417`,
     /// `426`, `431`, `501`, `505`, and `503` for a WebSocket or event stream refused at shutdown.
     Status(u16),

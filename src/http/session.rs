@@ -14,6 +14,7 @@
 //!
 //! The core names neither protocol; they name it.
 
+use crate::http::budget::Budget;
 use std::any::Any;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -179,6 +180,8 @@ pub(crate) struct Start {
     /// How the session's output is framed: the response body's encoder (chunked for an event
     /// stream to an HTTP/1.1 client), or raw after a `101`.
     pub(crate) encoder: Encoder,
+    /// The server's memory budget, which the session's send queue counts against.
+    pub(crate) budget: Budget,
 }
 
 /// A session waiting in a response for its head to go out.

@@ -8,56 +8,75 @@
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 
-/// A body arriving.
-pub(crate) enum Spool {
+use crate::http::budget::Held;
+
+/// A body arriving, and the memory it holds charged to the server's budget.
+pub(crate) struct Spool {
+    store: Store,
+    held: Held,
+}
+
+/// Where the bytes of a body arriving are.
+enum Store {
     /// Payload so far, no more than the in-memory threshold.
     Memory(Vec<u8>),
-    /// Past the threshold: the bytes so far, in a temporary file and (the latest, fewer than
-    /// the threshold) in `pending`, written out once it fills: a large body is written in
-    /// pieces of the threshold's size rather than one per read.
+    /// Past the threshold (or the budget): the bytes so far, in a temporary file and (the
+    /// latest, no more than the threshold) in `pending`, written out once it fills: a large
+    /// body is written in pieces of the threshold's size rather than one per read.
     File { file: File, pending: Vec<u8> },
 }
 
 impl Spool {
-    pub(crate) fn new() -> Spool {
-        Spool::Memory(Vec::new())
+    /// An empty body, its memory charged to `held`.
+    pub(crate) fn new(held: Held) -> Spool {
+        Spool {
+            store: Store::Memory(Vec::new()),
+            held,
+        }
     }
 
     /// Appends payload; the body moves to a temporary file when it would pass `threshold`
-    /// bytes in memory. An error: the file could not be made or written (no space left, no
-    /// writable temporary folder).
+    /// bytes in memory or the server's memory budget. An error: the file could not be made
+    /// or written (no space left, no writable temporary folder).
     pub(crate) fn push(&mut self, payload: &[u8], threshold: usize) -> io::Result<()> {
-        match self {
-            Spool::Memory(bytes) if bytes.len().saturating_add(payload.len()) <= threshold => {
+        let fits = |kept: usize, held: &mut Held| {
+            kept.saturating_add(payload.len()) <= threshold && held.try_grow(payload.len())
+        };
+        match &mut self.store {
+            Store::Memory(bytes) if fits(bytes.len(), &mut self.held) => {
                 bytes.extend_from_slice(payload);
                 Ok(())
             }
-            Spool::Memory(bytes) => {
+            Store::Memory(bytes) => {
                 let file = tempfile::tempfile()?;
                 let pending = std::mem::take(bytes);
-                *self = Spool::File { file, pending };
+                self.store = Store::File { file, pending };
                 self.push(payload, threshold)
             }
-            Spool::File { file, pending } => {
-                if pending.len().saturating_add(payload.len()) > threshold {
-                    file.write_all(pending)?;
-                    pending.clear();
-                }
-                if payload.len() > threshold {
-                    return file.write_all(payload);
-                }
+            Store::File { pending, .. } if fits(pending.len(), &mut self.held) => {
                 pending.extend_from_slice(payload);
                 Ok(())
+            }
+            Store::File { file, pending } => {
+                file.write_all(pending)?;
+                pending.clear();
+                self.held.set(0);
+                file.write_all(payload)
             }
         }
     }
 
     /// The whole body, ready to be read from its start.
     pub(crate) fn finish(self) -> io::Result<Received> {
-        match self {
-            Spool::Memory(bytes) => Ok(Received::Memory(Cursor::new(bytes))),
-            Spool::File { mut file, pending } => {
+        let Spool { store, mut held } = self;
+        match store {
+            Store::Memory(bytes) => Ok(Received::Memory {
+                bytes: Cursor::new(bytes),
+                _charge: held,
+            }),
+            Store::File { mut file, pending } => {
                 file.write_all(&pending)?;
+                held.set(0);
                 file.seek(SeekFrom::Start(0))?;
                 Ok(Received::File(file))
             }
@@ -68,28 +87,29 @@ impl Spool {
 /// A request body that arrived whole, as its handler reads it.
 #[derive(Debug)]
 pub(crate) enum Received {
-    Memory(Cursor<Vec<u8>>),
-    File(File),
-}
-
-impl Received {
     /// No body.
-    pub(crate) fn empty() -> Received {
-        Received::Memory(Cursor::new(Vec::new()))
-    }
+    Empty,
+    /// In memory, charged to the budget until the exchange ends.
+    Memory {
+        bytes: Cursor<Vec<u8>>,
+        _charge: Held,
+    },
+    File(File),
 }
 
 impl Read for Received {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Received::Memory(bytes) => bytes.read(buf),
+            Received::Empty => Ok(0),
+            Received::Memory { bytes, .. } => bytes.read(buf),
             Received::File(file) => file.read(buf),
         }
     }
 
     fn read_to_end(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
-            Received::Memory(bytes) => bytes.read_to_end(buf),
+            Received::Empty => Ok(0),
+            Received::Memory { bytes, .. } => bytes.read_to_end(buf),
             Received::File(file) => file.read_to_end(buf),
         }
     }
@@ -98,6 +118,15 @@ impl Read for Received {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::budget::Budget;
+
+    fn spool(budget: &Budget) -> Spool {
+        Spool::new(budget.charge())
+    }
+
+    fn in_file(s: &Spool) -> bool {
+        matches!(s.store, Store::File { .. })
+    }
 
     fn read_all(spool: Spool) -> Vec<u8> {
         let mut out = Vec::new();
@@ -109,29 +138,45 @@ mod tests {
     }
 
     #[test]
-    fn stays_in_memory_up_to_the_threshold() {
-        let mut s = Spool::new();
+    fn stays_in_memory_up_to_the_threshold_charged_to_the_budget() {
+        let budget = Budget::default();
+        let mut s = spool(&budget);
         s.push(b"abcd", 8).expect("memory");
         s.push(b"efgh", 8).expect("memory");
-        assert!(matches!(s, Spool::Memory(_)));
+        assert!(!in_file(&s));
+        assert_eq!(budget.held(), 8);
         assert_eq!(read_all(s), b"abcdefgh");
+        assert_eq!(budget.held(), 0, "given back with the body");
+    }
+
+    #[test]
+    fn goes_to_a_file_when_the_budget_is_spent() {
+        let budget = Budget::new(6);
+        let mut s = spool(&budget);
+        s.push(b"abcd", 8).expect("memory");
+        s.push(b"efg", 8).expect("file");
+        assert!(in_file(&s), "7 bytes do not fit a budget of 6");
+        assert_eq!(budget.held(), 0);
+        assert_eq!(read_all(s), b"abcdefg");
     }
 
     #[test]
     fn moves_to_a_file_past_it_with_every_byte() {
-        let mut s = Spool::new();
+        let budget = Budget::default();
+        let mut s = spool(&budget);
         s.push(b"abcd", 8).expect("memory");
         s.push(b"efghi", 8).expect("file");
-        assert!(matches!(s, Spool::File { .. }));
+        assert!(in_file(&s));
         s.push(b"jk", 8).expect("file");
         assert_eq!(read_all(s), b"abcdefghijk");
     }
 
     #[test]
     fn a_zero_threshold_spools_every_body() {
-        let mut s = Spool::new();
+        let budget = Budget::default();
+        let mut s = spool(&budget);
         s.push(b"x", 0).expect("file");
-        assert!(matches!(s, Spool::File { .. }));
+        assert!(in_file(&s));
         assert_eq!(read_all(s), b"x");
     }
 }

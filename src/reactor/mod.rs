@@ -39,6 +39,7 @@ use polling::Poller;
 
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
+use crate::http::budget::DEFAULT_MEMORY_BUDGET;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -96,6 +97,7 @@ pub(crate) struct Config {
     pub(crate) min_request_body_rate: Option<MinRate>,
     pub(crate) min_response_rate: Option<MinRate>,
     pub(crate) limits: Limits,
+    pub(crate) memory_budget: usize,
     /// Plain, or TLS ([`Builder::tls`]).
     pub(crate) wrap: Wrap,
     pub(crate) access_log: Logging,
@@ -172,6 +174,7 @@ impl Default for Builder {
                 min_request_body_rate: Some(MinRate::default()),
                 min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
+                memory_budget: DEFAULT_MEMORY_BUDGET,
                 wrap: Wrap::Plain,
                 access_log: Logging::Off,
                 blocking_warning: Some(Duration::from_millis(100)),
@@ -234,6 +237,19 @@ impl Builder {
     /// How long a keep-alive connection may stay idle between requests. Default: 60 s.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
         self.cfg.idle_timeout = t;
+        self
+    }
+
+    /// The memory budget of the whole server: bytes held for request bodies in memory,
+    /// response tails waiting for slow clients, and WebSocket and event-stream send queues, all
+    /// connections together. Past it the server degrades instead of growing: bodies go to
+    /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
+    /// and sessions that hold unsent data while their queue would grow are dropped, each counted
+    /// in [`Stats`](crate::stats::Stats) by reason beside the bytes held. Buffers a connection
+    /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
+    /// no budget. Default: 256 MiB.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.cfg.memory_budget = bytes;
         self
     }
 
@@ -376,7 +392,7 @@ impl Builder {
         })?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::new(listeners.len()));
+        let control = Arc::new(Control::new(listeners.len(), cfg.memory_budget));
         control.publish_to(self.stats.handed_out());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();

@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
+use crate::http::budget::DEFAULT_MEMORY_BUDGET;
 use crate::http::driver::{Driver, Rules};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
@@ -107,6 +108,7 @@ pub struct Builder {
     parking: Parking,
     park_linger: Duration,
     limits: Limits,
+    memory_budget: usize,
     /// Plain, or TLS ([`Builder::tls`]).
     wrap: Wrap,
     access_log: Logging,
@@ -128,6 +130,7 @@ impl Default for Builder {
             parking: Parking::All,
             park_linger: Duration::ZERO,
             limits: Limits::default(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
             wrap: Wrap::Plain,
             access_log: Logging::Off,
             stats: HandleSlot::default(),
@@ -181,6 +184,19 @@ impl Builder {
     /// Default: 60 s.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
         self.idle_timeout = t;
+        self
+    }
+
+    /// The memory budget of the whole server: bytes held for request bodies in memory,
+    /// response tails waiting for slow clients, and WebSocket and event-stream send queues, all
+    /// connections together. Past it the server degrades instead of growing: bodies go to
+    /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
+    /// and sessions that hold unsent data while their queue would grow are dropped, each counted
+    /// in [`Stats`](crate::stats::Stats) by reason beside the bytes held. Buffers a connection
+    /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
+    /// no budget. Default: 256 MiB.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
         self
     }
 
@@ -292,7 +308,7 @@ impl Builder {
         listener.set_nonblocking()?;
         let address = listener.address()?;
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
-        let control = Arc::new(Control::new(0));
+        let control = Arc::new(Control::new(0, self.memory_budget));
         control.publish_to(self.stats.handed_out());
         let rules = self.rules();
         // Buffers lent by the parker come back to the workers: they go round through this.

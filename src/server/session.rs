@@ -8,11 +8,9 @@
 use std::time::Instant;
 
 use super::connection::{Connection, Phase};
-use super::park::WakeParked;
 use super::worker::Shared;
 use crate::Handler;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::Encoder;
 use crate::http::pools::Pools;
 use crate::http::session::{Callbacks, Next, Reads, Start, Takeover};
 use crate::http::session_driver::SessionDriver;
@@ -42,24 +40,15 @@ impl Session {
         self.driver.kind().into()
     }
 
-    /// Starts the session a response handed over, woken through the parker, with the bytes
+    /// Starts the session a response handed over (woken through the parker), with the bytes
     /// read past its request.
     pub(crate) fn start(
         takeover: Box<dyn Takeover>,
-        encoder: Encoder,
-        wake: WakeParked,
-        conn: &Connection,
-        rate: Option<crate::MinRate>,
+        start: Start,
         input: Option<ReadBuf>,
         pools: &mut Pools,
     ) -> Self {
-        let session = takeover.start(Start {
-            waker: Box::new(wake),
-            peer: conn.peer.clone(),
-            now: Instant::now(),
-            rate,
-            encoder,
-        });
+        let session = takeover.start(start);
         Session {
             driver: SessionDriver::new(session, input, pools),
             turn: Turn::Wait,

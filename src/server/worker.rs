@@ -261,7 +261,15 @@ fn switch<H: Handler>(
                 // Shutdown began after its 101 (or its head) went out: it closes.
                 Err(_) => return None,
             };
-            let session = Session::start(takeover, encoder, wake, &conn, rate, input, pools);
+            let start = Start {
+                waker: Box::new(wake),
+                peer: conn.peer.clone(),
+                now: Instant::now(),
+                rate,
+                encoder,
+                budget: shared.control.counters.budget().clone(),
+            };
+            let session = Session::start(takeover, start, input, pools);
             conn.phase = Phase::Session(Box::new(session));
             conn.settle();
             session::drive(shared, conn, pools)
@@ -280,6 +288,7 @@ fn switch<H: Handler>(
                 now: Instant::now(),
                 rate,
                 encoder,
+                budget: shared.control.counters.budget().clone(),
             });
             let leftover = input.as_ref().map_or(Vec::new(), |b| b.filled().to_vec());
             if let Some(buf) = input {

@@ -40,6 +40,8 @@ pub fn publish(stats: &Stats) {
         ("twinhttp_event_streams", stats.event_streams),
         ("twinhttp_upgraded", stats.upgraded),
         ("twinhttp_threads", stats.threads),
+        ("twinhttp_memory_held_bytes", stats.memory_held),
+        ("twinhttp_memory_budget_bytes", stats.memory_budget),
     ];
     for (name, value) in gauges {
         gauge!(name).set(value as f64);
@@ -52,6 +54,8 @@ pub fn publish(stats: &Stats) {
             Refusal::OverCapacity => "over_capacity".to_owned(),
             Refusal::HeaderTimeout => "header_timeout".to_owned(),
             Refusal::TooSlow => "too_slow".to_owned(),
+            Refusal::BodyOverBudget => "body_over_budget".to_owned(),
+            Refusal::SessionOverBudget => "session_over_budget".to_owned(),
             Refusal::Status(s) => s.to_string(),
         };
         counter!("twinhttp_refused_total", "reason" => reason).absolute(n);

@@ -280,7 +280,11 @@ impl WsConn {
                 return Next::Close;
             }
             // Output first: queued messages, then everything buffered goes out.
-            self.sender.take(&mut self.outbox);
+            if !self.sender.take(&mut self.outbox) {
+                // Dropped for the server's memory budget.
+                self.end();
+                continue;
+            }
             while let Some(out) = self.outbox.pop_front() {
                 if self.life != Life::Open {
                     // Anything queued behind a close frame is not sent.
@@ -539,6 +543,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::http::budget::Budget;
     use crate::http::session::memory::{Pipe, Wakes, waker};
     use crate::ws::SendError;
 
@@ -600,7 +605,7 @@ mod tests {
 
     fn started(log: &Arc<Mutex<Vec<String>>>) -> Box<dyn Session> {
         let wakes = Arc::new(Wakes::default());
-        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let conn = WsConn::new(
             Box::new(Echo(log.clone())),
             WsConfig::default(),
@@ -742,7 +747,7 @@ mod tests {
     fn a_peer_that_takes_nothing_is_dropped_at_the_minimum_rate() {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let wakes = Arc::new(Wakes::default());
-        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let rate = MinRate::new(240, Duration::from_secs(5));
         let t0 = Instant::now();
         let echo = Box::new(Echo(calls.clone()));
@@ -777,7 +782,7 @@ mod tests {
     #[test]
     fn the_send_queue_limit_counts_output_the_peer_has_not_taken() {
         let wakes = Arc::new(Wakes::default());
-        let sender = WsSender::new(waker(&wakes), 1 << 20, None);
+        let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let t0 = Instant::now();
         let echo = Box::new(Echo(Arc::new(Mutex::new(Vec::new()))));
         let mut s: Box<dyn Session> = Box::new(WsConn::new(

@@ -4,12 +4,14 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use tungstenite::Bytes;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::WsMessage;
+use crate::http::budget::{Budget, Enlisted, Held, Queued};
 use crate::http::session::{Wake, WakeFlag};
 use crate::net::transport::Address;
 
@@ -40,15 +42,39 @@ pub(crate) enum Out {
     Close(Option<CloseFrame>),
 }
 
-#[derive(Default)]
+/// Most bytes a connection takes from its queue at a time. tungstenite copies what it is
+/// given into a buffer that grows by doubling, so what waits for a slow peer waits here, in
+/// the queue, counted to the byte.
+const TAKE_BYTES: usize = 64 * 1024;
+
+/// How many sessions one push may drop to fit in the server's memory budget before it gives
+/// up (and the message is refused as `Full`).
+const SHEDS_PER_PUSH: usize = 8;
+
 pub(crate) struct Queue {
-    pub(crate) items: VecDeque<Out>,
+    /// What is queued, each with the bytes it counts and when it was queued.
+    items: VecDeque<(Out, usize, Instant)>,
+    /// When the oldest item taken by the connection and not yet written out was queued.
+    in_flight_since: Option<Instant>,
     /// Bytes the peer has not taken yet: queued here, or taken by the connection and not yet
     /// all written out (`in_flight`). The limit bounds both, so a slow peer costs at most the
     /// limit however often the connection takes the queue.
     bytes: usize,
     in_flight: usize,
-    closed: bool,
+    /// `bytes`, charged to the server's memory budget.
+    held: Held,
+    flow: Flow,
+}
+
+/// Whether a queue takes messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Open,
+    /// The connection is closing or closed.
+    Closed,
+    /// Dropped for the server's memory budget (its unsent data was the oldest): the
+    /// connection closes on its next turn.
+    Shed,
 }
 
 struct SenderShared {
@@ -59,6 +85,38 @@ struct SenderShared {
     waker: Box<dyn Wake>,
     limit: usize,
     peer: Option<Address>,
+    /// On the budget's list of sessions it may drop.
+    _enlisted: Enlisted,
+}
+
+impl Queued for SenderShared {
+    fn oldest(&self) -> Option<Instant> {
+        let q = lock(&self.queue);
+        match q.flow {
+            Flow::Open => q.in_flight_since.or(q.items.front().map(|&(_, _, at)| at)),
+            _ => None,
+        }
+    }
+
+    fn shed(&self) {
+        {
+            let mut q = lock(&self.queue);
+            if q.flow != Flow::Open {
+                return;
+            }
+            q.flow = Flow::Shed;
+            q.empty();
+            q.held.budget().session_dropped();
+        }
+        if self.notified.should_wake() {
+            self.waker.wake();
+        }
+    }
+}
+
+/// Nothing under a queue's lock panics; a poisoned queue is still consistent.
+fn lock(q: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+    q.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Pushes messages to one WebSocket connection from any thread. Cheap to clone.
@@ -77,34 +135,72 @@ impl fmt::Debug for WsSender {
 }
 
 impl WsSender {
-    pub(crate) fn new(waker: Box<dyn Wake>, limit: usize, peer: Option<Address>) -> Self {
-        WsSender {
-            shared: Arc::new(SenderShared {
-                queue: Mutex::new(Queue::default()),
+    pub(crate) fn new(
+        waker: Box<dyn Wake>,
+        limit: usize,
+        peer: Option<Address>,
+        budget: &Budget,
+    ) -> Self {
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<SenderShared>| {
+            let me: std::sync::Weak<dyn Queued> = me.clone();
+            SenderShared {
+                queue: Mutex::new(Queue {
+                    items: VecDeque::new(),
+                    in_flight_since: None,
+                    bytes: 0,
+                    in_flight: 0,
+                    held: budget.charge(),
+                    flow: Flow::Open,
+                }),
                 notified: WakeFlag::new(true),
                 waker,
                 limit,
                 peer,
-            }),
-        }
+                _enlisted: budget.enlist(me),
+            }
+        });
+        WsSender { shared }
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        // Nothing under this lock panics; a poisoned queue is still consistent.
-        self.shared.queue.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.shared.queue)
     }
 
     fn push(&self, out: Out, len: usize) -> Result<(), SendError> {
-        {
+        let mut sheds = 0;
+        loop {
             let mut q = self.queue();
-            if q.closed {
+            if q.flow != Flow::Open {
                 return Err(SendError::Closed);
             }
-            if q.bytes > 0 && q.bytes + len > self.shared.limit {
+            if q.bytes > 0 && q.bytes.saturating_add(len) > self.shared.limit {
                 return Err(SendError::Full);
             }
+            let fits = q.held.try_grow(len);
+            if !fits && sheds < SHEDS_PER_PUSH {
+                // Past the server's budget: the session whose unsent data is oldest goes
+                // (perhaps this one), and this push tries again.
+                let budget = q.held.budget().clone();
+                drop(q);
+                sheds += 1;
+                if budget.shed_oldest() {
+                    continue;
+                }
+                q = self.queue();
+                if q.flow != Flow::Open {
+                    return Err(SendError::Closed);
+                }
+            }
+            if !fits {
+                if q.bytes > 0 {
+                    return Err(SendError::Full);
+                }
+                // Nothing of this session waits: the message goes, past the budget by one.
+                q.held.grow(len);
+            }
             q.bytes += len;
-            q.items.push_back(out);
+            q.items.push_back((out, len, Instant::now()));
+            break;
         }
         if self.shared.notified.should_wake() {
             self.shared.waker.wake();
@@ -141,7 +237,7 @@ impl WsSender {
 
     /// True once the connection is closed or closing: sends fail from then on.
     pub fn is_closed(&self) -> bool {
-        self.queue().closed
+        self.queue().flow != Flow::Open
     }
 
     /// The peer's address, TCP or Unix.
@@ -155,18 +251,40 @@ impl WsSender {
         self.shared.peer.as_ref().and_then(Address::tcp)
     }
 
-    /// Takes everything queued (the engine calls this while it runs the connection).
-    pub(crate) fn take(&self, into: &mut VecDeque<Out>) {
+    /// Takes what is queued, up to [`TAKE_BYTES`] (at least one message), for the
+    /// connection to write, once what it took before is all out ([`WsSender::flushed`]). False: the connection is to be dropped for the
+    /// server's memory budget.
+    pub(crate) fn take(&self, into: &mut VecDeque<Out>) -> bool {
         let mut q = self.queue();
-        q.in_flight = q.bytes;
-        into.append(&mut q.items);
+        if q.flow == Flow::Shed {
+            return false;
+        }
+        if q.in_flight > 0 {
+            // What it took before is not all out: the rest waits here, counted.
+            return true;
+        }
+        q.in_flight_since = q.items.front().map(|&(_, _, at)| at);
+        let mut taken = 0;
+        while taken < TAKE_BYTES {
+            let Some((out, len, _)) = q.items.pop_front() else {
+                break;
+            };
+            into.push_back(out);
+            taken += len;
+        }
+        q.in_flight = taken;
+        true
     }
 
-    /// Everything the connection took is written out: it no longer counts against the limit.
+    /// Everything the connection took is written out: it no longer counts against the limit
+    /// or the budget.
     pub(crate) fn flushed(&self) {
         let mut q = self.queue();
-        q.bytes = q.bytes.saturating_sub(q.in_flight);
+        let sent = q.in_flight;
+        q.bytes = q.bytes.saturating_sub(sent);
+        q.held.shrink(sent);
         q.in_flight = 0;
+        q.in_flight_since = None;
     }
 
     /// The engine is running this connection: pushes need not wake it.
@@ -177,17 +295,100 @@ impl WsSender {
     /// The engine is about to wait: later pushes wake it. True when something was queued in
     /// between (run again instead of waiting).
     pub(crate) fn settle(&self) -> bool {
-        self.shared
-            .notified
-            .settle(|| !self.queue().items.is_empty())
+        self.shared.notified.settle(|| {
+            let q = self.queue();
+            !q.items.is_empty() || q.flow == Flow::Shed
+        })
     }
 
     /// No more sends: the connection is closing.
     pub(crate) fn mark_closed(&self) {
         let mut q = self.queue();
-        q.closed = true;
-        q.items.clear();
-        q.bytes = 0;
-        q.in_flight = 0;
+        if q.flow == Flow::Open {
+            q.flow = Flow::Closed;
+        }
+        q.empty();
+    }
+}
+
+impl Queue {
+    /// Nothing queued or in flight any more.
+    fn empty(&mut self) {
+        self.items.clear();
+        self.bytes = 0;
+        self.in_flight = 0;
+        self.in_flight_since = None;
+        self.held.set(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::session::memory::{Wakes, waker};
+
+    fn sender(wakes: &Arc<Wakes>, budget: &Budget) -> WsSender {
+        WsSender::new(waker(wakes), 1 << 20, None, budget)
+    }
+
+    #[test]
+    fn past_the_budget_the_oldest_unsent_data_goes_first() {
+        let wakes = Arc::new(Wakes::default());
+        let budget = Budget::new(300);
+        let old = sender(&wakes, &budget);
+        let young = sender(&wakes, &budget);
+        assert_eq!(old.send(vec![0u8; 200]), Ok(()));
+        assert_eq!(young.send(vec![0u8; 50]), Ok(()));
+        // 350 bytes do not fit in 300: the session with the oldest unsent data goes.
+        assert_eq!(young.send(vec![0u8; 100]), Ok(()));
+        assert!(old.is_closed());
+        assert_eq!(old.send(vec![0u8; 1]), Err(SendError::Closed));
+        assert!(
+            !old.take(&mut VecDeque::new()),
+            "its connection is told to close"
+        );
+        assert!(!young.is_closed());
+        assert_eq!(budget.held(), 150);
+        assert_eq!(budget.refusals(), (0, 1));
+        // What the peer has taken no longer counts.
+        let mut out = VecDeque::new();
+        assert!(young.take(&mut out));
+        assert_eq!(out.len(), 2);
+        young.flushed();
+        assert_eq!(budget.held(), 0);
+        drop(young);
+        drop(old);
+        assert_eq!(budget.held(), 0);
+    }
+
+    #[test]
+    fn with_nothing_unsent_a_message_goes_past_the_budget_once() {
+        let wakes = Arc::new(Wakes::default());
+        let budget = Budget::new(100);
+        let only = sender(&wakes, &budget);
+        assert_eq!(only.send(vec![0u8; 150]), Ok(()), "nothing of it waited");
+        assert_eq!(budget.held(), 150);
+        // Now it holds the oldest unsent data: the next message past the budget drops it.
+        assert_eq!(only.send(vec![0u8; 10]), Err(SendError::Closed));
+        assert_eq!(budget.held(), 0);
+    }
+
+    #[test]
+    fn a_take_is_at_most_take_bytes_and_at_least_one_message() {
+        let wakes = Arc::new(Wakes::default());
+        let budget = Budget::default();
+        let s = sender(&wakes, &budget);
+        for _ in 0..3 {
+            assert_eq!(s.send(vec![0u8; TAKE_BYTES / 2]), Ok(()));
+        }
+        assert_eq!(s.send(vec![0u8; TAKE_BYTES * 2]), Ok(()));
+        let mut out = VecDeque::new();
+        assert!(s.take(&mut out));
+        assert_eq!(out.len(), 2, "two halves make a take");
+        s.flushed();
+        out.clear();
+        assert!(s.take(&mut out));
+        assert_eq!(out.len(), 2, "the third half, then the large one");
+        assert_eq!(budget.held(), TAKE_BYTES / 2 + TAKE_BYTES * 2);
     }
 }

@@ -148,7 +148,12 @@ struct Accepted {
 impl Takeover for Accepted {
     /// Every engine builds its WebSocket connections here.
     fn start(self: Box<Self>, start: Start) -> Box<dyn Session> {
-        let sender = WsSender::new(start.waker, self.config.max_send_queue, start.peer);
+        let sender = WsSender::new(
+            start.waker,
+            self.config.max_send_queue,
+            start.peer,
+            &start.budget,
+        );
         let conn = WsConn::new(self.handler, self.config, sender, start.now, start.rate);
         Box::new(conn)
     }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::{Io, Stage};
 use crate::MinRate;
 use crate::http::body::Decoder;
+use crate::http::budget::Held;
 use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
 use crate::http::conn::Encoder;
 use crate::http::pools::Pools;
@@ -39,6 +40,8 @@ pub(crate) struct Busy {
     /// The minimum rate of the output being written (reset for each response).
     pub(super) sent: Meter,
     pub(super) at: Exchange,
+    /// The output left waiting for a slow client, charged to the server's memory budget.
+    pub(super) tail: Option<Held>,
     /// A request head's storage, kept here between requests (it goes out with each request
     /// and comes back with its answer), so that it travels with the working set.
     pub(super) head: Option<Box<RequestHead>>,
@@ -97,6 +100,7 @@ impl Busy {
             written: 0,
             sent: Meter::new(None),
             at: Exchange::Head,
+            tail: None,
             head: None,
         }
     }
@@ -111,6 +115,7 @@ impl Busy {
         }
         self.written = 0;
         self.at = Exchange::Head;
+        self.tail = None;
     }
 
     /// Lends the loop's buffers to a connection starting (or resuming) an exchange, with the
@@ -191,6 +196,11 @@ impl Busy {
                 Exchange::Body { .. } => true,
                 Exchange::Running | Exchange::Streaming(_) | Exchange::Switching(_) => false,
             }
+    }
+
+    /// Bytes of output queued and not yet written.
+    pub(super) fn unwritten(&self) -> usize {
+        self.out.len() - self.written
     }
 
     /// Writes pending output; `Ok(true)` when all of it is out, `Ok(false)` when the socket is

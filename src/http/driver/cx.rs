@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use crate::MinRate;
+use crate::http::budget::Budget;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
@@ -62,6 +63,8 @@ pub(crate) struct Rules {
 
 /// Where the driver's counts go: the engine's live counters.
 pub(crate) trait Tally {
+    /// The engine's memory budget.
+    fn budget(&self) -> &Budget;
     /// A request head was read in full.
     fn request(&self, head: &RequestHead);
     /// A request or connection was refused, for this reason.

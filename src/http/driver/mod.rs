@@ -153,7 +153,7 @@ impl Driver {
                 Exchange::Head | Exchange::Body { .. } => !self.conn.is_closing(),
             };
             if !parsing {
-                if let Some(blocked) = self.flush(io, cx.now) {
+                if let Some(blocked) = self.flush(io, cx) {
                     return blocked;
                 }
                 match self.send_file(io, cx.now) {
@@ -178,12 +178,12 @@ impl Driver {
                 return self.hold(io, cx);
             }
             if cx.turn.budget == 0 {
-                return self.flush(io, cx.now).unwrap_or(Action::Yield);
+                return self.flush(io, cx).unwrap_or(Action::Yield);
             }
             // Pipelined responses are batched up to `max_pipeline_output`, then written before
             // more is parsed: a client that does not read stops being answered there.
             if busy.out.len() >= cx.rules.limits.max_pipeline_output {
-                if let Some(blocked) = self.flush(io, cx.now) {
+                if let Some(blocked) = self.flush(io, cx) {
                     return blocked;
                 }
             }
@@ -199,7 +199,7 @@ impl Driver {
                 Step::NeedInput => {}
             }
             // Everything answered so far goes out before waiting for more input.
-            if let Some(blocked) = self.flush(io, cx.now) {
+            if let Some(blocked) = self.flush(io, cx) {
                 return blocked;
             }
             let filled = match cx.turn.drained {
@@ -373,8 +373,16 @@ impl Driver {
                         if decoder.is_done() {
                             return Step::Run(Request {
                                 head,
-                                body: Received::empty(),
+                                body: Received::Empty,
                             });
+                        }
+                        // Past the memory budget a request that needs a body buffer is
+                        // turned away to try again soon.
+                        if cx.tally.budget().is_spent() {
+                            busy.keep_head(head, cx.pools);
+                            let _counted_below = self.conn.write_error(503, &mut busy.out);
+                            cx.tally.refused(Refusal::BodyOverBudget);
+                            return Step::Progress;
                         }
                         // The whole body is read before the handler runs, so a client holding
                         // it back for `100 Continue` is told to send it now.
@@ -382,7 +390,7 @@ impl Driver {
                         busy.at = Exchange::Body {
                             head,
                             decoder,
-                            body: Spool::new(),
+                            body: Spool::new(cx.tally.budget().charge()),
                             meter: Meter::new(cx.rules.body_rate),
                         };
                         Step::Progress

@@ -111,7 +111,7 @@ impl Driver {
     /// The response that hands the connection over is queued: once it is out, the connection
     /// goes to what takes it over, with the bytes read past its request.
     pub(super) fn switch<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
-        if let Some(blocked) = self.flush(io, cx.now) {
+        if let Some(blocked) = self.flush(io, cx) {
             return blocked;
         }
         let Phase::Busy(mut busy) = std::mem::replace(&mut self.phase, Phase::Over) else {
@@ -160,13 +160,21 @@ impl Driver {
 
     /// Writes pending output; `None` when all of it is out (or there is none), else what to
     /// do: wait for the stream to take more, or close (it failed).
-    pub(super) fn flush<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Option<Action> {
+    pub(super) fn flush<T: Io + ?Sized>(&mut self, io: &mut T, cx: &Cx<'_>) -> Option<Action> {
         let Phase::Busy(busy) = &mut self.phase else {
             return None;
         };
-        match busy.flush(io, now) {
-            Ok(true) => None,
-            Ok(false) => Some(self.wait(false, true, now)),
+        match busy.flush(io, cx.now) {
+            Ok(true) => {
+                busy.tail = None;
+                None
+            }
+            Ok(false) => {
+                // What waits for a slow client counts against the server's memory budget.
+                let left = busy.unwritten();
+                (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).set(left);
+                Some(self.wait(false, true, cx.now))
+            }
             Err(()) => Some(Action::Close),
         }
     }

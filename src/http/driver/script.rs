@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::io::{self, ErrorKind, Read, Write};
 
 use super::{Io, Tally};
+use crate::http::budget::Budget;
 use crate::http::refusal::Refusal;
 use crate::http::request::{RequestHead, Version};
 
@@ -104,14 +105,18 @@ pub(crate) struct Seen {
     pub(crate) is_head: bool,
 }
 
-/// The driver's counts, recorded.
+/// The driver's counts, recorded, and a memory budget.
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
     pub(crate) requests: RefCell<Vec<Seen>>,
     pub(crate) refusals: RefCell<Vec<Refusal>>,
+    pub(crate) budget: Budget,
 }
 
 impl Tally for Recorded {
+    fn budget(&self) -> &Budget {
+        &self.budget
+    }
     fn request(&self, head: &RequestHead) {
         self.requests.borrow_mut().push(Seen {
             version: head.version,

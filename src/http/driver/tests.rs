@@ -384,3 +384,49 @@ fn pipelined_responses_stop_at_max_pipeline_output_while_the_client_reads_nothin
         "once it drains, the rest is answered"
     );
 }
+
+#[test]
+fn past_the_memory_budget_a_request_with_a_body_is_told_to_retry() {
+    let mut b = Bench::new();
+    b.tally.budget = crate::http::budget::Budget::new(0);
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(b.echo().0, 1, "a request without a body needs no buffer");
+    b.io.take_out();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi");
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 0);
+    let out = b.io.take_out();
+    assert!(
+        out.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("\r\nRetry-After: 1\r\n"), "{out}");
+    assert_eq!(b.refusals(), [Refusal::BodyOverBudget]);
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+}
+
+#[test]
+fn a_body_in_memory_and_a_response_tail_count_against_the_budget_until_done() {
+    let mut b = Bench::new();
+    let budget = crate::http::budget::Budget::default();
+    b.tally.budget = budget.clone();
+    b.io.room = Some(10);
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel");
+    let (ran, _) = b.echo();
+    assert_eq!((ran, budget.held()), (0, 3), "the body so far");
+    b.io.send(b"lo");
+    let (ran, next) = b.turn(|_, body| {
+        assert_eq!(body, b"hello");
+        Answer::Returned(Response::text("x".repeat(1000)))
+    });
+    assert_eq!(ran, 1);
+    assert_eq!(shown(&next), wait(false, true, Some(b.now + RATE.grace)));
+    let tail = budget.held();
+    assert!(
+        tail > 1000 && tail < 1200,
+        "the response head and body less 10 bytes: {tail}"
+    );
+    b.io.room = None;
+    b.echo();
+    assert_eq!(budget.held(), 0, "all written");
+}

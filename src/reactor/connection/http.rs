@@ -91,6 +91,7 @@ impl Connection {
                     now: cx.now,
                     rate: cx.cfg.min_response_rate,
                     encoder,
+                    budget: cx.counters.budget().clone(),
                 });
                 self.phase = Phase::Session(SessionDriver::new(session, input, cx.pools));
                 self.drive_session(cx)

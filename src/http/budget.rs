@@ -1,0 +1,288 @@
+//! One memory budget for a whole server: the bytes held for request bodies in memory, response
+//! tails waiting for a slow client, and WebSocket and event-stream send queues, all together.
+//! Every per-connection bound still holds; this bounds their sum. Envoy's overload manager is
+//! the model: past the budget the server degrades, it does not die.
+//!
+//! - a request body arriving while the budget is spent goes to its temporary file at once
+//!   ([`crate::http::spool`]), and a new request that would need a body buffer is answered
+//!   `503` with `Retry-After` ([`Refusal::BodyOverBudget`]);
+//! - when a session's (WebSocket, event stream) queue would grow past the budget, the
+//!   sessions whose unsent data is oldest — peers that read slower than they are sent to —
+//!   are dropped first ([`Refusal::SessionOverBudget`]), their queues freed at once, until it
+//!   fits. When no session holds unsent data, the message goes anyway, so the budget can be
+//!   passed by at most one message per session that keeps up;
+//! - a response already made is never cut for the budget: its tail waits for its client
+//!   under the minimum rate, and counts.
+//!
+//! [`Refusal::BodyOverBudget`]: crate::stats::Refusal::BodyOverBudget
+//! [`Refusal::SessionOverBudget`]: crate::stats::Refusal::SessionOverBudget
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use slab::Slab;
+
+/// The default budget: a quarter of a small (1 GiB) machine.
+pub(crate) const DEFAULT_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
+
+/// The budget shared by every thread of one engine. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Budget(Arc<Inner>);
+
+struct Inner {
+    limit: usize,
+    held: AtomicUsize,
+    bodies_refused: AtomicU64,
+    sessions_dropped: AtomicU64,
+    /// Every session's send queue, to drop the one with the oldest unsent data.
+    sessions: Mutex<Slab<Weak<dyn Queued>>>,
+}
+
+/// A session's send queue, as the budget sees it.
+pub(crate) trait Queued: Send + Sync {
+    /// When the oldest data its peer has not taken was queued; `None` when nothing waits.
+    fn oldest(&self) -> Option<Instant>;
+    /// Drops the session: its queue is freed now (and counted), its connection closes on its
+    /// next turn.
+    fn shed(&self);
+}
+
+/// A session's place in the budget's list; it leaves the list when dropped.
+pub(crate) struct Enlisted {
+    budget: Budget,
+    key: usize,
+}
+
+impl Drop for Enlisted {
+    fn drop(&mut self) {
+        self.budget.sessions().try_remove(self.key);
+    }
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Budget")
+            .field("limit", &self.0.limit)
+            .field("held", &self.held())
+            .finish()
+    }
+}
+
+impl Budget {
+    /// A budget of `limit` bytes (`usize::MAX`: no limit, only the count).
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget(Arc::new(Inner {
+            limit,
+            held: AtomicUsize::new(0),
+            bodies_refused: AtomicU64::new(0),
+            sessions_dropped: AtomicU64::new(0),
+            sessions: Mutex::new(Slab::new()),
+        }))
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Slab<Weak<dyn Queued>>> {
+        // Nothing under this lock panics; a poisoned list is still consistent.
+        self.0.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts a session's queue on the list the budget drops from.
+    pub(crate) fn enlist(&self, queue: Weak<dyn Queued>) -> Enlisted {
+        Enlisted {
+            budget: self.clone(),
+            key: self.sessions().insert(queue),
+        }
+    }
+
+    /// Drops the session whose unsent data is oldest; false when no session holds any. The
+    /// caller holds no queue's lock (each is taken here, one at a time).
+    pub(crate) fn shed_oldest(&self) -> bool {
+        // The queues are looked at after the list's lock is let go: the last handle of a
+        // queue dropped here leaves the list, which takes its lock.
+        let queues: Vec<Arc<dyn Queued>> = {
+            let sessions = self.sessions();
+            sessions.iter().filter_map(|(_, q)| q.upgrade()).collect()
+        };
+        let victim = queues
+            .iter()
+            .filter_map(|q| q.oldest().map(|since| (since, q)))
+            .min_by_key(|(since, _)| *since);
+        match victim {
+            Some((_, q)) => {
+                q.shed();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bytes held now.
+    pub(crate) fn held(&self) -> usize {
+        self.0.held.load(Relaxed)
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.0.limit
+    }
+
+    /// True when nothing more fits.
+    pub(crate) fn is_spent(&self) -> bool {
+        self.held() >= self.0.limit
+    }
+
+    /// A charge of nothing yet, to grow and shrink as its holder's memory does.
+    pub(crate) fn charge(&self) -> Held {
+        Held {
+            budget: self.clone(),
+            bytes: 0,
+        }
+    }
+
+    /// Takes `n` bytes if they fit.
+    fn take(&self, n: usize) -> bool {
+        self.0
+            .held
+            .fetch_update(Relaxed, Relaxed, |held| {
+                held.checked_add(n).filter(|&total| total <= self.0.limit)
+            })
+            .is_ok()
+    }
+
+    /// Takes `n` bytes whether or not they fit: memory that exists already.
+    fn force(&self, n: usize) {
+        let _ = self
+            .0
+            .held
+            .fetch_update(Relaxed, Relaxed, |held| Some(held.saturating_add(n)));
+    }
+
+    fn give(&self, n: usize) {
+        let _ = self
+            .0
+            .held
+            .fetch_update(Relaxed, Relaxed, |held| Some(held.saturating_sub(n)));
+    }
+
+    /// A request that would need a body buffer was answered `503`.
+    pub(crate) fn body_refused(&self) {
+        self.0.bodies_refused.fetch_add(1, Relaxed);
+    }
+
+    /// A session was dropped to keep within the budget.
+    pub(crate) fn session_dropped(&self) {
+        self.0.sessions_dropped.fetch_add(1, Relaxed);
+    }
+
+    /// `(bodies refused, sessions dropped)` so far.
+    pub(crate) fn refusals(&self) -> (u64, u64) {
+        (
+            self.0.bodies_refused.load(Relaxed),
+            self.0.sessions_dropped.load(Relaxed),
+        )
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new(usize::MAX)
+    }
+}
+
+/// Bytes one holder has taken from the budget; given back when dropped, whatever happens to
+/// the holder (a panic, a client that left).
+pub(crate) struct Held {
+    budget: Budget,
+    bytes: usize,
+}
+
+impl fmt::Debug for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Held({})", self.bytes)
+    }
+}
+
+impl Held {
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Grows by `n` if it fits in the budget; false (and nothing taken) if not.
+    pub(crate) fn try_grow(&mut self, n: usize) -> bool {
+        let fits = self.budget.take(n);
+        if fits {
+            self.bytes = self.bytes.saturating_add(n);
+        }
+        fits
+    }
+
+    /// Grows by `n` whether or not it fits (memory that exists already).
+    pub(crate) fn grow(&mut self, n: usize) {
+        self.budget.force(n);
+        self.bytes = self.bytes.saturating_add(n);
+    }
+
+    /// Gives back `n` bytes (at most what it holds).
+    pub(crate) fn shrink(&mut self, n: usize) {
+        let n = n.min(self.bytes);
+        self.budget.give(n);
+        self.bytes -= n;
+    }
+
+    /// Holds exactly `n` bytes, whether or not they fit.
+    pub(crate) fn set(&mut self, n: usize) {
+        match n.checked_sub(self.bytes) {
+            Some(more) => self.grow(more),
+            None => self.shrink(self.bytes - n),
+        }
+    }
+
+    /// The budget this is charged to.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.give(self.bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_add_up_and_go_back_when_dropped() {
+        let b = Budget::new(100);
+        let mut one = b.charge();
+        assert!(one.try_grow(60));
+        let mut two = b.charge();
+        assert!(!two.try_grow(41), "over the limit: nothing taken");
+        assert_eq!(b.held(), 60);
+        assert!(two.try_grow(40));
+        assert!(b.is_spent());
+        two.grow(10);
+        assert_eq!(
+            b.held(),
+            110,
+            "memory that exists is counted past the limit"
+        );
+        one.set(20);
+        assert_eq!(b.held(), 70);
+        drop(two);
+        assert_eq!(b.held(), 20);
+        one.shrink(1000);
+        assert_eq!((b.held(), one.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn no_limit_counts_without_refusing() {
+        let b = Budget::default();
+        let mut h = b.charge();
+        assert!(h.try_grow(usize::MAX / 2));
+        assert!(!b.is_spent());
+    }
+}
