@@ -361,6 +361,10 @@ impl SseSender {
     }
 }
 
+/// Reads of 512 bytes an event stream makes per turn to drop what its client sends (it
+/// should send nothing) before the other connections get their turn.
+const INPUT_READS_PER_TURN: usize = 64;
+
 /// How many sessions one event may drop to fit in the server's memory budget.
 const SHEDS_PER_PUSH: usize = 8;
 
@@ -512,9 +516,15 @@ impl SseConn {
         if lock(&self.shared.queue).flow == Flow::Shed {
             return self.closed();
         }
-        // The client sends nothing on an event stream; end of input means it went away.
+        // The client sends nothing on an event stream; end of input means it went away. What
+        // it sends anyway is dropped, up to a share per turn.
         let mut scratch = [0u8; 512];
-        loop {
+        let mut input_left = false;
+        for reads in 0.. {
+            if reads == INPUT_READS_PER_TURN {
+                input_left = true;
+                break;
+            }
             match sock.read(&mut scratch) {
                 Ok(0) => return self.closed(),
                 Ok(_) => {}
@@ -581,6 +591,9 @@ impl SseConn {
                 };
                 if self.shared.notified.settle(pending) {
                     continue;
+                }
+                if input_left {
+                    return Next::Again;
                 }
                 let deadline = (self.shared.config.heartbeat)
                     .and_then(|b| deadline::after(self.last_write, b));
@@ -834,5 +847,22 @@ mod tests {
         assert!(!young.is_closed());
         assert_eq!(budget.refusals(), (0, 1));
         assert_eq!(budget.held(), 40 + 4 + 90 + 4);
+    }
+
+    #[test]
+    fn what_a_client_sends_is_dropped_a_share_per_turn() {
+        let wakes = Arc::new(Wakes::default());
+        let (mut s, _events) = started(SseConfig::default(), &wakes, None);
+        let mut pipe = Pipe::new();
+        pipe.input
+            .extend(vec![b'x'; INPUT_READS_PER_TURN * 512 + 1]);
+        let now = Instant::now();
+        assert!(matches!(drive(&mut *s, &mut pipe, now), Next::Again));
+        assert_eq!(pipe.input.len(), 1);
+        assert!(matches!(
+            drive(&mut *s, &mut pipe, now),
+            Next::Wait { write: false, .. }
+        ));
+        assert!(pipe.input.is_empty());
     }
 }

@@ -13,6 +13,19 @@ use crate::deadline;
 pub(crate) const LINGER_TIME: Duration = Duration::from_secs(1);
 /// How many bytes a lingering close reads and drops at the most.
 pub(crate) const LINGER_BYTES: usize = 16 * 1024 * 1024;
+/// How many of them one turn reads before other connections get theirs.
+pub(crate) const LINGER_BYTES_PER_TURN: usize = 256 * 1024;
+
+/// What one turn of a lingering close came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// The stream is empty: wait for more, until the deadline.
+    Wait,
+    /// The turn's share was read and more may be there: drive it again after the others.
+    More,
+    /// The lingering is over (the peer closed, the read failed or the budget is spent): close.
+    Over,
+}
 
 /// A connection in its lingering close: what it may still read, and until when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,17 +55,20 @@ impl Linger {
         n > 0 && self.left > 0
     }
 
-    /// One step on a non-blocking stream: reads and drops what the peer sent until the stream
-    /// is empty (true: wait for more) or the lingering is over (false: close, because the peer
-    /// closed, the read failed or the byte budget is spent).
-    pub(crate) fn drain(&mut self, stream: &mut (impl Read + ?Sized)) -> bool {
+    /// One turn on a non-blocking stream: reads and drops what the peer sent, up to
+    /// [`LINGER_BYTES_PER_TURN`], until the stream is empty or the lingering is over.
+    pub(crate) fn drain(&mut self, stream: &mut (impl Read + ?Sized)) -> Drained {
         let mut scratch = [0u8; 4096];
+        let mut turn = 0;
         loop {
+            if turn >= LINGER_BYTES_PER_TURN {
+                return Drained::More;
+            }
             match stream.read(&mut scratch) {
-                Ok(n) if self.dropped(n) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Ok(n) if self.dropped(n) => turn += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Drained::Wait,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Ok(_) | Err(_) => return false,
+                Ok(_) | Err(_) => return Drained::Over,
             }
         }
     }
@@ -72,5 +88,17 @@ mod tests {
         let mut l = Linger::new(now);
         assert!(l.dropped(LINGER_BYTES - 1));
         assert!(!l.dropped(1), "budget spent");
+    }
+
+    #[test]
+    fn a_turn_reads_its_share_then_yields() {
+        let mut l = Linger::new(Instant::now());
+        let flood = vec![0u8; LINGER_BYTES_PER_TURN * 2 + 10];
+        let mut stream = &flood[..];
+        assert_eq!(l.drain(&mut stream), Drained::More);
+        assert_eq!(stream.len(), LINGER_BYTES_PER_TURN + 10);
+        assert_eq!(l.drain(&mut stream), Drained::More);
+        // The end of a slice reads as the peer closing.
+        assert_eq!(l.drain(&mut stream), Drained::Over);
     }
 }

@@ -67,8 +67,12 @@ pub(crate) struct EventLoop<H> {
     completions: Arc<Inbox<Done>>,
     /// Connections from the acceptor thread ([`super::Accept::Thread`]).
     accepted: Arc<Inbox<Accepted>>,
-    /// Connections with work left after their budget, run again before the next wait.
-    again: Vec<usize>,
+    /// Connections with work left after their budget, run again before the next wait: key
+    /// and id, so that a connection closed meanwhile (its slot perhaps reused by a new one)
+    /// is not run in its place. (Poll events need no such check: each key comes once per
+    /// wait, and a connection is only closed by its own event within the events' loop, its
+    /// registration removed before its slot is reused.)
+    again: Vec<(usize, u64)>,
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
     stopping: bool,
@@ -176,8 +180,10 @@ impl<H: Handler> EventLoop<H> {
                 }
             }
             std::mem::swap(&mut again, &mut self.again);
-            for key in again.drain(..) {
-                self.ready(key, now, false);
+            for (key, id) in again.drain(..) {
+                if self.conns.get(key).is_some_and(|c| c.id == id) {
+                    self.ready(key, now, false);
+                }
             }
             self.expire(now);
             // One store per wake-up, by the one thread that changes it.
@@ -263,7 +269,11 @@ impl<H: Handler> EventLoop<H> {
         }
         match next {
             Next::Close => self.close(key),
-            Next::Again => self.again.push(key),
+            Next::Again => {
+                if let Some(conn) = self.conns.get(key) {
+                    self.again.push((key, conn.id));
+                }
+            }
             Next::Detach => {
                 let Some(mut conn) = self.conns.try_remove(key) else {
                     return;

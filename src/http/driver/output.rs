@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::busy::{Exchange, Switch};
 use super::{Action, Cx, Driver, Handover, Io, Phase};
 use crate::http::conn::{Close, State};
-use crate::http::linger::Linger;
+use crate::http::linger::{Drained, Linger};
 
 /// What sending a file body straight from its file came to.
 pub(super) enum Sent {
@@ -191,11 +191,12 @@ pub(super) fn busy_at(phase: &Phase) -> Option<&Exchange> {
 /// One step of a lingering close: drop what came, wait for more until its deadline.
 pub(super) fn drain<T: Io + ?Sized>(io: &mut T, linger: &mut Linger) -> Action {
     match linger.drain(io) {
-        true => Action::Wait {
+        Drained::Wait => Action::Wait {
             read: true,
             write: false,
             until: linger.deadline(),
         },
-        false => Action::Close,
+        Drained::More => Action::Yield,
+        Drained::Over => Action::Close,
     }
 }
