@@ -86,6 +86,7 @@ impl Default for Pipeline {
             idle: Duration::from_secs(60),
             body_rate: None,
             response_rate: None,
+            streams: None,
         };
         Pipeline {
             driver: Driver::new(Logging::Off, None, Instant::now(), &rules),

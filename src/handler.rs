@@ -40,6 +40,63 @@ use crate::{Request, Response};
 pub trait Handler: Send + Sync + 'static {
     /// Answers one request.
     fn handle(&self, req: &mut Request<'_>) -> Response;
+
+    /// Whether this request's body reaches the handler as it arrives, instead of whole before
+    /// it runs. Asked once the request's head has come (`req`'s body is empty then). Default:
+    /// no. Opt in with [`streaming`] for a handler that must process a large upload on the
+    /// fly; see there what it costs.
+    fn streams_body(&self, req: &Request<'_>) -> bool {
+        let _ = req;
+        false
+    }
+}
+
+/// A handler that reads its request bodies as they arrive, for uploads too large to wait for
+/// whole or to be processed on the fly. Every other handler gets its body whole, read by the
+/// engine before it runs, so that a slow client holds no thread.
+///
+/// What it costs: on the thread-pool server, such a handler holds its worker while its client
+/// sends, for as long as the minimum body rate (`min_request_body_rate`, 240 B/s by default)
+/// lets it: a 16 MiB body at 240 B/s is 19 hours. A few slow clients of a streaming route can
+/// take every worker. Reading faster than the client sends waits on the socket; a body slower
+/// than the minimum rate fails the read with [`std::io::ErrorKind::TimedOut`] and is answered
+/// `408`. A body the handler leaves unread closes the connection after its response. On the
+/// reactor, whose event loops cannot wait for one handler, bodies are read whole whatever the
+/// handler asks (a streaming handler there works, unchanged, on its whole body).
+///
+/// ```no_run
+/// use std::io::Read;
+/// use twinhttp::{Response, Router, handler_fn, streaming};
+///
+/// let router = Router::new().route_to("/upload", &["POST"], streaming(handler_fn(|req| {
+///     let mut total = 0u64;
+///     let mut chunk = [0u8; 64 * 1024];
+///     loop {
+///         match req.body().read(&mut chunk) {
+///             Ok(0) => break Response::text(format!("{total} bytes")),
+///             Ok(n) => total += n as u64, // process the chunk here
+///             Err(_) => break Response::new(400), // the engine answers 400/408/413 itself
+///         }
+///     }
+/// })));
+/// # let _ = router;
+/// ```
+pub fn streaming<H: Handler>(handler: H) -> Streaming<H> {
+    Streaming(handler)
+}
+
+/// A handler whose request bodies stream: made by [`streaming`].
+#[derive(Debug, Clone)]
+pub struct Streaming<H>(H);
+
+impl<H: Handler> Handler for Streaming<H> {
+    fn handle(&self, req: &mut Request<'_>) -> Response {
+        self.0.handle(req)
+    }
+
+    fn streams_body(&self, _: &Request<'_>) -> bool {
+        true
+    }
 }
 
 /// A handler of a closure, naming the closure's argument type so that it needs no annotation:
@@ -79,6 +136,16 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
     fn handle(&self, req: &mut Request<'_>) -> Response {
         (**self).handle(req)
     }
+
+    fn streams_body(&self, req: &Request<'_>) -> bool {
+        (**self).streams_body(req)
+    }
+}
+
+/// Asks `handler` whether the request of `head` streams its body.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+pub(crate) fn streams_body<H: Handler + ?Sized>(handler: &H, head: &RequestHead) -> bool {
+    handler.streams_body(&Request::new(head, &mut std::io::empty(), None))
 }
 
 /// Runs `handler` for one request. A panic is caught, logged and counted (the core answers it

@@ -163,7 +163,7 @@ pub struct DocsDoctests;
 pub use choice::{Builder, Engine, Running};
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
-pub use handler::{Handler, handler_fn};
+pub use handler::{Handler, Streaming, handler_fn, streaming};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
 #[cfg(feature = "json")]

@@ -183,6 +183,17 @@ struct Queue {
     out_since: Option<Instant>,
 }
 
+impl Queue {
+    /// The stream is over: what is queued is dropped and no longer counts.
+    fn close(&mut self) {
+        self.flow = Flow::Closed;
+        self.bytes = Vec::new();
+        self.held = None;
+        self.queued_since = None;
+        self.out_since = None;
+    }
+}
+
 /// Where a stream is, as its senders see it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Flow {
@@ -210,7 +221,7 @@ struct Stream(Arc<Shared>);
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        lock(&self.0.queue).flow = Flow::Closed;
+        lock(&self.0.queue).close();
     }
 }
 
@@ -372,17 +383,21 @@ const SHEDS_PER_PUSH: usize = 8;
 /// fit (and nothing was taken).
 fn charge(q: &mut Queue, before: usize) -> bool {
     let added = q.bytes.len() - before;
+    if !q.held.as_mut().is_none_or(|held| held.try_grow(added)) {
+        return false;
+    }
     if before == 0 && added > 0 {
         q.queued_since = Some(Instant::now());
     }
-    q.held.as_mut().is_none_or(|held| held.try_grow(added))
+    true
 }
 
 impl Queued for Shared {
     fn oldest(&self) -> Option<Instant> {
         let q = lock(&self.queue);
-        match q.flow {
-            Flow::Open => q.out_since.or(q.queued_since),
+        match (q.flow, &q.held) {
+            // A stream that holds nothing frees nothing.
+            (Flow::Open, Some(held)) if held.bytes() > 0 => q.out_since.or(q.queued_since),
             _ => None,
         }
     }
@@ -402,10 +417,10 @@ impl Queued for Shared {
             q.queued_since = None;
             q.out_since = None;
         }
-        if self.notified.should_wake() {
-            if let Some(w) = self.waker.get() {
-                w.wake();
-            }
+        // Always: a stream waiting for its client to take output does not look at its
+        // queue, and the flag may say a wake-up is pending when none will come.
+        if let Some(w) = self.waker.get() {
+            w.wake();
         }
     }
 }
@@ -502,12 +517,7 @@ impl SseConn {
     /// Marks the sender closed (the connection is going away): what is queued is dropped and
     /// no longer counts.
     fn sender_closed(&mut self) {
-        let mut q = self.queue();
-        q.flow = Flow::Closed;
-        q.bytes = Vec::new();
-        q.held = None;
-        q.queued_since = None;
-        q.out_since = None;
+        self.queue().close();
     }
 
     /// Writes what is queued (and a heartbeat when due), watches for the client going away.

@@ -164,6 +164,7 @@ impl<'a> Run<'a> {
             idle: Duration::from_secs(60),
             body_rate: Some(crate::MinRate::default()),
             response_rate: Some(crate::MinRate::default()),
+            streams: None,
         };
         let driver = Driver::new(Logging::Off, None, now, &rules);
         Run {

@@ -36,30 +36,28 @@ impl Spool {
     }
 
     /// Appends payload; the body moves to a temporary file when it would pass `threshold`
-    /// bytes in memory or the server's memory budget. An error: the file could not be made
-    /// or written (no space left, no writable temporary folder).
+    /// bytes in memory or the server's memory budget. What memory it holds is charged by
+    /// capacity. An error: the file could not be made or written (no space left, no writable
+    /// temporary folder).
     pub(crate) fn push(&mut self, payload: &[u8], threshold: usize) -> io::Result<()> {
-        let fits = |kept: usize, held: &mut Held| {
-            kept.saturating_add(payload.len()) <= threshold && held.try_grow(payload.len())
-        };
         match &mut self.store {
-            Store::Memory(bytes) if fits(bytes.len(), &mut self.held) => {
-                bytes.extend_from_slice(payload);
-                Ok(())
-            }
             Store::Memory(bytes) => {
+                if keep(bytes, payload, threshold, &mut self.held) {
+                    bytes.extend_from_slice(payload);
+                    return Ok(());
+                }
                 let file = tempfile::tempfile()?;
                 let pending = std::mem::take(bytes);
                 self.store = Store::File { file, pending };
                 self.push(payload, threshold)
             }
-            Store::File { pending, .. } if fits(pending.len(), &mut self.held) => {
-                pending.extend_from_slice(payload);
-                Ok(())
-            }
             Store::File { file, pending } => {
+                if keep(pending, payload, threshold, &mut self.held) {
+                    pending.extend_from_slice(payload);
+                    return Ok(());
+                }
                 file.write_all(pending)?;
-                pending.clear();
+                *pending = Vec::new();
                 self.held.set(0);
                 file.write_all(payload)
             }
@@ -84,11 +82,34 @@ impl Spool {
     }
 }
 
+/// Whether `payload` may join `bytes` in memory: within `threshold`, and the capacity that
+/// takes within the budget (charged to `held`, which holds `bytes`'s capacity). The capacity
+/// doubles, up to the threshold, as a `Vec`'s would.
+fn keep(bytes: &mut Vec<u8>, payload: &[u8], threshold: usize, held: &mut Held) -> bool {
+    let need = bytes.len().saturating_add(payload.len());
+    if need > threshold {
+        return false;
+    }
+    let cap = bytes.capacity();
+    if need <= cap {
+        return true;
+    }
+    let grown = need.max(cap.saturating_mul(2).min(threshold));
+    if !held.try_grow(grown - cap) {
+        return false;
+    }
+    bytes.reserve_exact(grown - bytes.len());
+    true
+}
+
 /// A request body that arrived whole, as its handler reads it.
 #[derive(Debug)]
 pub(crate) enum Received {
     /// No body.
     Empty,
+    /// Streamed: the handler reads it from the connection as it arrives, through its engine
+    /// ([`Driver::read_body`](crate::http::driver::Driver::read_body)).
+    Streamed,
     /// In memory, charged to the budget until the exchange ends.
     Memory {
         bytes: Cursor<Vec<u8>>,
@@ -101,6 +122,7 @@ impl Read for Received {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Received::Empty => Ok(0),
+            Received::Streamed => Err(io::ErrorKind::Unsupported.into()),
             Received::Memory { bytes, .. } => bytes.read(buf),
             Received::File(file) => file.read(buf),
         }
@@ -109,6 +131,7 @@ impl Read for Received {
     fn read_to_end(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
             Received::Empty => Ok(0),
+            Received::Streamed => Err(io::ErrorKind::Unsupported.into()),
             Received::Memory { bytes, .. } => bytes.read_to_end(buf),
             Received::File(file) => file.read_to_end(buf),
         }

@@ -114,6 +114,8 @@ impl Config {
             idle: self.idle_timeout,
             body_rate: self.min_request_body_rate,
             response_rate: self.min_response_rate,
+            // An event loop cannot wait on a socket for a handler: every body is read whole.
+            streams: None,
         }
     }
 }
@@ -245,7 +247,7 @@ impl Builder {
     /// connections together. Past it the server degrades instead of growing: bodies go to
     /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
     /// and sessions that hold unsent data while their queue would grow are dropped, each counted
-    /// in [`Stats`](crate::stats::Stats) by reason beside the bytes held. Buffers a connection
+    /// in [`Stats`] by reason beside the bytes held. Buffers a connection
     /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
     /// no budget. Default: 256 MiB.
     pub fn memory_budget(mut self, bytes: usize) -> Self {

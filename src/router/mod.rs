@@ -190,10 +190,31 @@ impl Router {
     ///
     /// As [`Router::get`], and when `methods` is empty or holds something that is not an HTTP
     /// method token.
-    pub fn route<F>(mut self, path: &str, methods: &[&str], handler: F) -> Router
+    pub fn route<F>(self, path: &str, methods: &[&str], handler: F) -> Router
     where
         F: Fn(&mut Request<'_>) -> Response + Send + Sync + 'static,
     {
+        self.route_to(path, methods, handler)
+    }
+
+    /// As [`Router::route`], with any [`Handler`]: a [`streaming`](crate::streaming) one, a
+    /// router, a type of your own.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use twinhttp::{Response, Router, handler_fn, streaming};
+    ///
+    /// let app = Router::new().route_to("/upload", &["POST", "PUT"], streaming(handler_fn(|req| {
+    ///     let copied = std::io::copy(req.body(), &mut std::io::sink());
+    ///     Response::text(format!("{copied:?}"))
+    /// })));
+    /// # let _ = app;
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`Router::route`].
+    pub fn route_to<H: Handler>(mut self, path: &str, methods: &[&str], handler: H) -> Router {
         assert!(!methods.is_empty(), "route {path:?}: no method given");
         let handler: Arc<dyn Handler> = Arc::new(handler);
         for method in methods {
@@ -315,25 +336,54 @@ impl Router {
     }
 }
 
-impl Handler for Router {
-    fn handle(&self, req: &mut Request<'_>) -> Response {
-        let path = req.path();
+/// Which handler answers a request.
+enum Pick<'r, 'p> {
+    /// A route's, with the route's parameters.
+    Route(&'r dyn Handler, matchit::Params<'r, 'p>),
+    /// A route with no handler for the method.
+    NotAllowed(&'r Endpoint),
+    /// A nested router's fallback or this router's: it sees the whole request.
+    Whole(&'r dyn Handler),
+    NotFound,
+}
+
+impl Router {
+    fn pick<'r, 'p>(&'r self, method: &str, path: &'p str) -> Pick<'r, 'p> {
         if let Ok(matched) = self.matcher.at(path) {
             if let Some(endpoint) = self.endpoints.get(*matched.value) {
-                return match endpoint.handler(req.method()) {
-                    // The route's handler sees its parameters, and only them.
-                    Some(handler) => handler.handle(&mut req.with_params(&matched.params)),
-                    None => endpoint.method_not_allowed(),
+                return match endpoint.handler(method) {
+                    Some(handler) => Pick::Route(handler, matched.params),
+                    None => Pick::NotAllowed(endpoint),
                 };
             }
         }
         let nested = self.nested_matcher.at(path).ok();
         match nested.and_then(|m| self.nested.get(*m.value)) {
-            Some((_, handler)) => handler.handle(req),
+            Some((_, handler)) => Pick::Whole(&**handler),
             None => match &self.fallback {
-                Some(handler) => handler.handle(req),
-                None => Response::new(404),
+                Some(handler) => Pick::Whole(&**handler),
+                None => Pick::NotFound,
             },
+        }
+    }
+}
+
+impl Handler for Router {
+    fn handle(&self, req: &mut Request<'_>) -> Response {
+        match self.pick(req.method(), req.path()) {
+            // The route's handler sees its parameters, and only them.
+            Pick::Route(handler, params) => handler.handle(&mut req.with_params(&params)),
+            Pick::NotAllowed(endpoint) => endpoint.method_not_allowed(),
+            Pick::Whole(handler) => handler.handle(req),
+            Pick::NotFound => Response::new(404),
+        }
+    }
+
+    /// As the handler that would answer it says.
+    fn streams_body(&self, req: &Request<'_>) -> bool {
+        match self.pick(req.method(), req.path()) {
+            Pick::Route(handler, _) | Pick::Whole(handler) => handler.streams_body(req),
+            Pick::NotAllowed(_) | Pick::NotFound => false,
         }
     }
 }

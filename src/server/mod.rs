@@ -30,6 +30,7 @@ mod detached;
 mod head;
 mod park;
 mod session;
+mod streamed;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -41,7 +42,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
 use crate::http::budget::DEFAULT_MEMORY_BUDGET;
-use crate::http::driver::{Driver, Rules};
+use crate::http::driver::{Driver, Rules, Streams};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -192,7 +193,7 @@ impl Builder {
     /// connections together. Past it the server degrades instead of growing: bodies go to
     /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
     /// and sessions that hold unsent data while their queue would grow are dropped, each counted
-    /// in [`Stats`](crate::stats::Stats) by reason beside the bytes held. Buffers a connection
+    /// in [`Stats`] by reason beside the bytes held. Buffers a connection
     /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
     /// no budget. Default: 256 MiB.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
@@ -310,12 +311,18 @@ impl Builder {
         let (tx, rx) = crossbeam_channel::bounded(self.queue);
         let control = Arc::new(Control::new(0, self.memory_budget));
         control.publish_to(self.stats.handed_out());
-        let rules = self.rules();
+        let handler = Arc::new(handler);
+        let mut rules = self.rules();
+        // A handler that streams its body reads it on its worker, from the socket.
+        let asks = handler.clone();
+        rules.streams = Some(Streams(Arc::new(move |head| {
+            crate::handler::streams_body(&*asks, head)
+        })));
         // Buffers lent by the parker come back to the workers: they go round through this.
         let pools = crate::http::pools::Shared::new(self.workers.saturating_mul(2));
         let parker = if self.parking != Parking::Off {
             Some(Arc::new(park::Parker::new(
-                rules,
+                rules.clone(),
                 pools.clone(),
                 control.clone(),
                 tx.clone(),
@@ -326,7 +333,7 @@ impl Builder {
         let shared = Arc::new(worker::Shared {
             handler,
             config: self.clone(),
-            rules,
+            rules: rules.clone(),
             pools,
             parker: parker.clone(),
             control: control.clone(),
@@ -381,6 +388,7 @@ impl Builder {
             idle: self.idle_timeout,
             body_rate: self.min_request_body_rate,
             response_rate: self.min_response_rate,
+            streams: None,
         }
     }
 }

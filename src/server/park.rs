@@ -459,7 +459,7 @@ impl Parker {
         let mut backlog = Backlog::default();
         // Buffers lent to the connections driven here come back from the workers.
         let mut drives = Drives {
-            rules: self.rules,
+            rules: self.rules.clone(),
             pools: Pools::sharing(PARKER_KEEPS, self.pools.clone()),
         };
         let counters = &self.control.counters;

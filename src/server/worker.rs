@@ -17,6 +17,7 @@ use super::connection::{Connection, Held, Job, Phase};
 use super::detached::{Waiter, detach_session};
 use super::park::{Parker, Parking};
 use super::session::{self, Session};
+use super::streamed::Streamed;
 use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
@@ -24,6 +25,7 @@ use crate::handler::answer;
 use crate::http::driver::{Action, Cx, Handover, Request, Rules};
 use crate::http::pools::{self, Pools};
 use crate::http::session::Start;
+use crate::http::spool::Received;
 use crate::net::io::{self, Interrupt};
 use crate::net::upgrade::detach;
 use crate::stats::Activity;
@@ -186,7 +188,17 @@ fn visit<H: Handler>(
             Action::Switch(handover) => return Some(Stop::Switch(handover)),
         };
         s.open.set(Activity::Writing);
-        let answered = answer(&shared.handler, &head, &mut body, s.peer, counters);
+        let answered = match body {
+            // Read from the socket as the handler asks, on this worker.
+            Received::Streamed => {
+                let mut streamed = Streamed {
+                    driver: &mut *s.driver,
+                    stream: &mut *s.stream,
+                };
+                answer(&shared.handler, &head, &mut streamed, s.peer, counters)
+            }
+            _ => answer(&shared.handler, &head, &mut body, s.peer, counters),
+        };
         // Shutdown may have begun while the handler ran: its response is then the last.
         cx.now = Instant::now();
         cx.closing = shared.control.is_shutting_down();

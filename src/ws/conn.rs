@@ -234,6 +234,14 @@ pub(crate) struct WsConn {
     sent: Meter,
 }
 
+/// However the connection goes (an unwind included), its queue stops taking messages and
+/// what it held goes back to the server's budget.
+impl Drop for WsConn {
+    fn drop(&mut self) {
+        self.sender.mark_closed();
+    }
+}
+
 impl WsConn {
     pub(crate) fn new(
         handler: Box<dyn WsHandler>,

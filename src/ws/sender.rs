@@ -93,7 +93,12 @@ impl Queued for SenderShared {
     fn oldest(&self) -> Option<Instant> {
         let q = lock(&self.queue);
         match q.flow {
-            Flow::Open => q.in_flight_since.or(q.items.front().map(|&(_, _, at)| at)),
+            // A queue that holds nothing frees nothing.
+            Flow::Open if q.bytes > 0 => q.in_flight_since.or(q
+                .items
+                .iter()
+                .find(|&&(_, len, _)| len > 0)
+                .map(|&(_, _, at)| at)),
             _ => None,
         }
     }
@@ -108,9 +113,9 @@ impl Queued for SenderShared {
             q.empty();
             q.held.budget().session_dropped();
         }
-        if self.notified.should_wake() {
-            self.waker.wake();
-        }
+        // Always: a connection waiting for its peer to take output does not look at its
+        // queue, and the flag may say a wake-up is pending when none will come.
+        self.waker.wake();
     }
 }
 
@@ -263,7 +268,7 @@ impl WsSender {
             // What it took before is not all out: the rest waits here, counted.
             return true;
         }
-        q.in_flight_since = q.items.front().map(|&(_, _, at)| at);
+        q.in_flight_since = q.items.front().filter(|i| i.1 > 0).map(|i| i.2);
         let mut taken = 0;
         while taken < TAKE_BYTES {
             let Some((out, len, _)) = q.items.pop_front() else {

@@ -6,6 +6,7 @@
 use std::io::ErrorKind;
 use std::time::Instant;
 
+use super::body_in::BodyIn;
 use super::{Io, Stage};
 use crate::MinRate;
 use crate::http::body::Decoder;
@@ -62,6 +63,9 @@ pub(super) enum Exchange {
     /// The request (its head and body) is with its handler; nothing is parsed until its
     /// answer is back ([`Driver::answer`](super::Driver::answer)).
     Running,
+    /// The request is with its handler, which reads its body as it arrives
+    /// ([`Driver::read_body`](super::Driver::read_body)).
+    Handed(BodyIn),
     /// The response's body is produced and written as the socket takes it; nothing more is
     /// parsed until it is done, so responses stay in order.
     Streaming(Streaming),
@@ -194,7 +198,10 @@ impl Busy {
             && match self.at {
                 Exchange::Head => !self.read.is_empty(),
                 Exchange::Body { .. } => true,
-                Exchange::Running | Exchange::Streaming(_) | Exchange::Switching(_) => false,
+                Exchange::Running
+                | Exchange::Handed(_)
+                | Exchange::Streaming(_)
+                | Exchange::Switching(_) => false,
             }
     }
 

@@ -49,8 +49,20 @@ impl<T: Transport + ?Sized> Io for T {
     }
 }
 
+/// Which requests stream their bodies to their handlers: the handler's answer
+/// ([`Handler::streams_body`](crate::Handler::streams_body)) to a head, asked by engines that
+/// can wait on a socket for a handler (the thread-pool server).
+#[derive(Clone)]
+pub(crate) struct Streams(pub(crate) std::sync::Arc<dyn Fn(&RequestHead) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Streams")
+    }
+}
+
 /// The engine's settings the driver follows.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Rules {
     pub(crate) limits: Limits,
     /// A request head is due in full this long after its first byte (or the accept).
@@ -59,6 +71,8 @@ pub(crate) struct Rules {
     pub(crate) idle: Duration,
     pub(crate) body_rate: Option<MinRate>,
     pub(crate) response_rate: Option<MinRate>,
+    /// Requests whose bodies stream to their handlers; `None`: every body is read whole first.
+    pub(crate) streams: Option<Streams>,
 }
 
 /// Where the driver's counts go: the engine's live counters.

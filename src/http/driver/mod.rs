@@ -17,6 +17,7 @@
 use std::time::Instant;
 
 mod action;
+mod body_in;
 pub(crate) mod busy;
 mod cx;
 mod output;
@@ -24,10 +25,15 @@ mod output;
 pub(crate) mod script;
 
 pub(crate) use action::{Action, Handover, Request, Stage};
+#[cfg_attr(not(feature = "server"), allow(unused_imports))]
+pub(crate) use body_in::BodyRead;
+#[cfg_attr(not(feature = "server"), allow(unused_imports))]
+pub(crate) use cx::Streams;
 pub(crate) use cx::{Cx, Io, Rules, Tally};
 use cx::{FILE_BYTES_PER_TURN, Readiness};
 use output::{Sent, busy_at, drain};
 
+use body_in::{BodyEnd, BodyIn};
 use busy::{Busy, Exchange, Fill, Switch};
 
 use crate::MinRate;
@@ -149,7 +155,7 @@ impl Driver {
             // until it is done, so responses stay in order.
             let parsing = match busy.at {
                 Exchange::Switching(_) => return self.switch(io, cx),
-                Exchange::Streaming(_) | Exchange::Running => false,
+                Exchange::Streaming(_) | Exchange::Running | Exchange::Handed(_) => false,
                 Exchange::Head | Exchange::Body { .. } => !self.conn.is_closing(),
             };
             if !parsing {
@@ -191,7 +197,9 @@ impl Driver {
                 Step::Run(request) => {
                     cx.turn.budget -= 1;
                     if let Phase::Busy(busy) = &mut self.phase {
-                        busy.at = Exchange::Running;
+                        if let Exchange::Head = busy.at {
+                            busy.at = Exchange::Running;
+                        }
                     }
                     return Action::Run(request);
                 }
@@ -237,16 +245,37 @@ impl Driver {
             return;
         };
         busy.sent = Meter::new(cx.rules.response_rate);
-        busy.at = Exchange::Head;
+        let body = match std::mem::replace(&mut busy.at, Exchange::Head) {
+            Exchange::Handed(body) => body.end,
+            _ => BodyEnd::Complete,
+        };
         self.due = HeadDue::after_response(
             cx.now,
             !busy.read.is_empty(),
             cx.rules.header_read,
             cx.rules.idle,
         );
-        let after = self
-            .conn
-            .write_response(&head, answer, true, cx.closing, &mut busy.out);
+        let after = match body {
+            BodyEnd::Complete => {
+                self.conn
+                    .write_response(&head, answer, true, cx.closing, &mut busy.out)
+            }
+            // Left unread: the response closes the connection.
+            BodyEnd::Open => {
+                self.conn
+                    .write_response(&head, answer, false, cx.closing, &mut busy.out)
+            }
+            // The body failed: its failure is the answer.
+            BodyEnd::Failed(status) => After::Refused(self.conn.write_error(status, &mut busy.out)),
+            BodyEnd::TooSlow => {
+                let why = self.conn.request_timed_out(Late::Body, &mut busy.out);
+                After::Refused(why.unwrap_or(Refusal::TooSlow))
+            }
+            BodyEnd::Broken => {
+                self.conn.abort();
+                After::Done
+            }
+        };
         busy.keep_head(head, cx.pools);
         busy.at = match after {
             After::Done => Exchange::Head,
@@ -376,6 +405,16 @@ impl Driver {
                                 body: Received::Empty,
                             });
                         }
+                        // A handler that streams its body reads it as it arrives.
+                        if cx.rules.streams.as_ref().is_some_and(|s| (s.0)(&head)) {
+                            let continue_due = head.expect_continue && busy.read.is_empty();
+                            let body = BodyIn::new(decoder, cx.rules.body_rate, continue_due);
+                            busy.at = Exchange::Handed(body);
+                            return Step::Run(Request {
+                                head,
+                                body: Received::Streamed,
+                            });
+                        }
                         // Past the memory budget a request that needs a body buffer is
                         // turned away to try again soon.
                         if cx.tally.budget().is_spent() {
@@ -446,7 +485,10 @@ impl Driver {
                     }
                 }
             }
-            Exchange::Running | Exchange::Streaming(_) | Exchange::Switching(_) => Step::NeedInput,
+            Exchange::Running
+            | Exchange::Handed(_)
+            | Exchange::Streaming(_)
+            | Exchange::Switching(_) => Step::NeedInput,
         }
     }
 

@@ -23,6 +23,7 @@ fn rules() -> Rules {
         idle: IDLE,
         body_rate: Some(RATE),
         response_rate: Some(RATE),
+        streams: None,
     }
 }
 
