@@ -14,8 +14,8 @@
 //! - a response already made is never cut for the budget: its tail waits for its client
 //!   under the minimum rate, and counts.
 //!
-//! [`Refusal::BodyOverBudget`]: crate::stats::Refusal::BodyOverBudget
-//! [`Refusal::SessionOverBudget`]: crate::stats::Refusal::SessionOverBudget
+//! [`Refusal::BodyOverBudget`]: crate::http::refusal::Refusal::BodyOverBudget
+//! [`Refusal::SessionOverBudget`]: crate::http::refusal::Refusal::SessionOverBudget
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};

@@ -201,7 +201,6 @@ impl Router {
     /// router, a type of your own.
     ///
     /// ```
-    /// use std::io::Read;
     /// use twinhttp::{Response, Router, handler_fn, streaming};
     ///
     /// let app = Router::new().route_to("/upload", &["POST", "PUT"], streaming(handler_fn(|req| {

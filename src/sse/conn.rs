@@ -1,0 +1,242 @@
+//! An event stream being written: what its senders queued goes out as its client takes it.
+
+use std::io::ErrorKind;
+use std::sync::{Arc, MutexGuard};
+use std::time::Instant;
+
+use super::sender::{Flow, Queue, Shared, Stream, lock};
+use crate::deadline;
+use crate::http::budget::{Enlisted, Queued};
+use crate::http::conn::Encoder;
+use crate::http::session::{Callbacks, Duplex, Io, Next, Session, Start, Takeover, Work};
+use crate::rate::{Meter, MinRate};
+
+/// Reads of 512 bytes an event stream makes per turn to drop what its client sends (it
+/// should send nothing) before the other connections get their turn.
+pub(super) const INPUT_READS_PER_TURN: usize = 64;
+
+/// An event stream being written: the engine-independent driver.
+struct SseConn {
+    _stream: Stream,
+    shared: Arc<Shared>,
+    encoder: Encoder,
+    out: Vec<u8>,
+    written: usize,
+    last_write: Instant,
+    /// The stream is over: write what is left (and the last chunk), then close.
+    ending: bool,
+    /// The minimum rate of output while the client does not take it all.
+    rate: Option<MinRate>,
+    sent: Meter,
+    /// Bytes of the queue in `out`, still charged to the budget until written.
+    charged: usize,
+    /// On the budget's list of sessions it may drop.
+    _enlisted: Enlisted,
+}
+
+impl SseConn {
+    fn new(stream: Stream, start: Start) -> Self {
+        let Start {
+            waker,
+            now,
+            rate,
+            encoder,
+            budget,
+            ..
+        } = start;
+        let _ = stream.0.waker.set(waker);
+        {
+            // What was queued before the stream started counts from now.
+            let mut q = lock(&stream.0.queue);
+            let mut held = budget.charge();
+            held.grow(q.bytes.len());
+            q.held = Some(held);
+        }
+        let me: std::sync::Weak<dyn Queued> = Arc::downgrade(&stream.0) as _;
+        SseConn {
+            _enlisted: budget.enlist(me),
+            shared: stream.0.clone(),
+            _stream: stream,
+            encoder,
+            out: Vec::new(),
+            written: 0,
+            last_write: now,
+            ending: false,
+            rate,
+            sent: Meter::new(rate),
+            charged: 0,
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        lock(&self.shared.queue)
+    }
+
+    /// Server shutdown: end the stream after what is queued.
+    fn end_after_queue(&mut self) {
+        let mut q = self.queue();
+        if q.flow == Flow::Open {
+            q.flow = Flow::Ending;
+        }
+    }
+
+    /// Marks the sender closed (the connection is going away): what is queued is dropped and
+    /// no longer counts.
+    fn sender_closed(&mut self) {
+        self.queue().close();
+    }
+
+    /// Writes what is queued (and a heartbeat when due), watches for the client going away.
+    fn run(&mut self, sock: &mut dyn Duplex, now: Instant) -> Next {
+        self.shared.notified.running();
+        if lock(&self.shared.queue).flow == Flow::Shed {
+            return self.closed();
+        }
+        // The client sends nothing on an event stream; end of input means it went away. What
+        // it sends anyway is dropped, up to a share per turn.
+        let mut scratch = [0u8; 512];
+        let mut input_left = false;
+        for reads in 0.. {
+            if reads == INPUT_READS_PER_TURN {
+                input_left = true;
+                break;
+            }
+            match sock.read(&mut scratch) {
+                Ok(0) => return self.closed(),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.closed(),
+            }
+        }
+        loop {
+            if self.written == self.out.len() {
+                self.out.clear();
+                self.written = 0;
+                // Everything is out: the next backlog is measured afresh.
+                self.sent = Meter::new(self.rate);
+                let mut q = lock(&self.shared.queue);
+                if let Some(held) = q.held.as_mut() {
+                    held.shrink(std::mem::take(&mut self.charged));
+                }
+                q.out_since = None;
+                if q.flow == Flow::Shed {
+                    drop(q);
+                    return self.closed();
+                }
+                if !q.bytes.is_empty() {
+                    self.encoder.encode(&q.bytes, &mut self.out);
+                    self.charged = q.bytes.len();
+                    q.bytes.clear();
+                    q.out_since = q.queued_since.take();
+                }
+                if q.flow != Flow::Open && !self.ending {
+                    self.ending = true;
+                    self.encoder.finish(&mut self.out);
+                }
+                drop(q);
+                let beat = self.shared.config.heartbeat;
+                if self.out.is_empty()
+                    && beat
+                        .and_then(|b| deadline::after(self.last_write, b))
+                        .is_some_and(|d| now >= d)
+                {
+                    self.encoder.encode(b":\n\n", &mut self.out);
+                }
+            }
+            if self.written == self.out.len() {
+                // A transport that holds output (TLS) gets it out before the stream waits.
+                match sock.flush() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        return Next::Wait {
+                            write: true,
+                            deadline: self.sent.deadline(now),
+                        };
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return self.closed(),
+                }
+                if self.ending {
+                    return self.closed();
+                }
+                let queue = &self.shared.queue;
+                let pending = || {
+                    let q = lock(queue);
+                    !q.bytes.is_empty() || q.flow != Flow::Open
+                };
+                if self.shared.notified.settle(pending) {
+                    continue;
+                }
+                if input_left {
+                    return Next::Again;
+                }
+                let deadline = (self.shared.config.heartbeat)
+                    .and_then(|b| deadline::after(self.last_write, b));
+                return Next::Wait {
+                    write: false,
+                    deadline,
+                };
+            }
+            match sock.write(&self.out[self.written..]) {
+                Ok(0) => return self.closed(),
+                Ok(n) => {
+                    self.written += n;
+                    self.last_write = now;
+                    self.sent.moved(now, n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    // A client that takes the stream slower than the minimum rate is dropped.
+                    let stalled = self.sent.deadline(now);
+                    if stalled.is_some_and(|d| now >= d) {
+                        return self.closed();
+                    }
+                    return Next::Wait {
+                        write: true,
+                        deadline: stalled,
+                    };
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.closed(),
+            }
+        }
+    }
+
+    fn closed(&mut self) -> Next {
+        self.sender_closed();
+        Next::Close
+    }
+}
+
+impl Takeover for Stream {
+    fn start(self: Box<Self>, start: Start) -> Box<dyn Session> {
+        Box::new(SseConn::new(*self, start))
+    }
+}
+
+/// An event stream has no callbacks and reads nothing but the end of its client's input.
+impl Session for SseConn {
+    fn drive(&mut self, io: &mut Io<'_>, now: Instant, _: Callbacks) -> Next {
+        self.run(io.stream, now)
+    }
+    /// The heartbeat is due: the next turn writes it.
+    fn expire(&mut self, _: &mut Io<'_>, _: Instant) {}
+    fn shutdown(&mut self, _: &mut Io<'_>, _: Instant) {
+        self.end_after_queue()
+    }
+    fn finish(&mut self, _: Callbacks) -> Option<Box<dyn Work>> {
+        self.sender_closed();
+        None
+    }
+    fn take_work(&mut self) -> Option<Box<dyn Work>> {
+        None
+    }
+    fn put_back(&mut self, _: Box<dyn Work>, _: &mut Io<'_>) {}
+    fn keeps_input(&self) -> bool {
+        false
+    }
+
+    fn kind(&self) -> crate::http::session::Kind {
+        crate::http::session::Kind::EventStream
+    }
+}

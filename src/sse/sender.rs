@@ -1,0 +1,265 @@
+//! Queueing events from any thread: the sender, the queue it shares with its stream, and the
+//! queue's part in the server's memory budget.
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use super::{Event, SendError, SseConfig};
+use crate::http::budget::{Held, Queued};
+use crate::http::session::{Wake, WakeFlag};
+
+#[derive(Default)]
+pub(super) struct Queue {
+    pub(super) bytes: Vec<u8>,
+    pub(super) flow: Flow,
+    /// From the stream's start: what the client has not taken (these bytes, and those the
+    /// stream moved into its output and has not written), charged to the server's budget.
+    pub(super) held: Option<Held>,
+    /// When the oldest of `bytes` was queued.
+    pub(super) queued_since: Option<Instant>,
+    /// When the oldest bytes the stream moved into its output, not yet written, were queued.
+    pub(super) out_since: Option<Instant>,
+}
+
+impl Queue {
+    /// The stream is over: what is queued is dropped and no longer counts.
+    pub(super) fn close(&mut self) {
+        self.flow = Flow::Closed;
+        self.bytes = Vec::new();
+        self.held = None;
+        self.queued_since = None;
+        self.out_since = None;
+    }
+}
+
+/// Where a stream is, as its senders see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Flow {
+    #[default]
+    Open,
+    /// Ending after what is queued: [`SseSender::close`], or server shutdown.
+    Ending,
+    /// The connection is gone (or the stream never started, as for a HEAD request).
+    Closed,
+    /// Dropped for the server's memory budget: the connection closes on its next turn.
+    Shed,
+}
+
+pub(super) struct Shared {
+    pub(super) queue: Mutex<Queue>,
+    pub(super) notified: WakeFlag,
+    /// Set by the engine when the stream starts; pushes before it just queue.
+    pub(super) waker: OnceLock<Box<dyn Wake>>,
+    pub(super) config: SseConfig,
+}
+
+/// The stream end the response (and then the engine) holds: when it goes, the senders see
+/// [`SendError::Closed`] (also when the stream was never started, as for a HEAD request).
+pub(super) struct Stream(pub(super) Arc<Shared>);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        lock(&self.0.queue).close();
+    }
+}
+
+/// Sends events to one event stream from any thread. Cheap to clone.
+///
+/// Made with its response by [`Response::event_stream`](crate::Response::event_stream): return the response from the handler
+/// and keep the sender (in a thread, a list of subscribers, a channel's consumer). A send only
+/// queues the event and wakes the engine, which writes it; it never blocks on the client. It fails
+/// with [`SendError::Closed`] once the client has gone, [`close`](SseSender::close) was called or
+/// the server shut down (drop the sender then), and with [`SendError::Full`] while the client is
+/// more than [`SseConfig::max_queue`] bytes behind.
+///
+/// # Examples
+///
+/// One stream per request, fed by a thread until the client leaves:
+///
+/// ```
+/// use std::time::Duration;
+/// use twinhttp::sse::{Event, SendError};
+/// use twinhttp::{Request, Response};
+///
+/// fn clock(req: &mut Request<'_>) -> Response {
+///     let resume = req.last_event_id().and_then(|id| id.parse().ok()).unwrap_or(0u64);
+///     let (response, events) = Response::event_stream();
+///     std::thread::spawn(move || {
+///         for id in resume + 1.. {
+///             match events.send(Event::data(format!("tick {id}")).id(id.to_string())) {
+///                 Ok(()) | Err(SendError::Full) => {} // Full: this client lags; skip a tick
+///                 Err(_) => break,                    // Closed: the client went away
+///             }
+///             std::thread::sleep(Duration::from_secs(1));
+///         }
+///     });
+///     response
+/// }
+/// # let _ = twinhttp::handler_fn(clock);
+/// ```
+#[derive(Clone)]
+pub struct SseSender {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SseSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseSender")
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl SseSender {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        lock(&self.shared.queue)
+    }
+
+    fn push(&self, f: impl FnOnce(&mut Queue)) -> Result<(), SendError> {
+        {
+            let mut q = self.queue();
+            if q.flow != Flow::Open {
+                return Err(SendError::Closed);
+            }
+            if q.bytes.len() >= self.shared.config.max_queue {
+                return Err(SendError::Full);
+            }
+            let before = q.bytes.len();
+            f(&mut q);
+            if !charge(&mut q, before) {
+                let event = q.bytes.split_off(before);
+                drop(q);
+                self.fit(event)?;
+            }
+        }
+        self.wake();
+        Ok(())
+    }
+
+    fn wake(&self) {
+        if self.shared.notified.should_wake() {
+            if let Some(w) = self.shared.waker.get() {
+                w.wake();
+            }
+        }
+    }
+
+    /// Past the server's budget: the sessions whose unsent data is oldest go (perhaps this
+    /// one) until `event` fits, then it is queued. When no session holds unsent data, it goes
+    /// anyway (past the budget by one event); after [`SHEDS_PER_PUSH`] drops it is refused.
+    fn fit(&self, event: Vec<u8>) -> Result<(), SendError> {
+        let mut last = false;
+        for sheds in 0.. {
+            let budget = {
+                let mut q = self.queue();
+                if q.flow != Flow::Open {
+                    return Err(SendError::Closed);
+                }
+                let budget = match q.held.as_mut() {
+                    None => None,
+                    Some(held) => {
+                        if held.try_grow(event.len()) {
+                            None
+                        } else if !last && sheds < SHEDS_PER_PUSH {
+                            Some(held.budget().clone())
+                        } else if held.bytes() == 0 {
+                            held.grow(event.len());
+                            None
+                        } else {
+                            return Err(SendError::Full);
+                        }
+                    }
+                };
+                if budget.is_none() {
+                    if q.bytes.is_empty() {
+                        q.queued_since = Some(Instant::now());
+                    }
+                    q.bytes.extend_from_slice(&event);
+                    return Ok(());
+                }
+                budget
+            };
+            last = !budget.is_some_and(|b| b.shed_oldest());
+        }
+        Err(SendError::Full)
+    }
+
+    /// Queues an event. `Err(Closed)` once the client went away or the stream ended.
+    pub fn send(&self, event: Event) -> Result<(), SendError> {
+        self.push(|q| event.encode(&mut q.bytes))
+    }
+
+    /// Queues a comment line (ignored by clients; a keep-alive).
+    pub fn comment(&self, text: &str) -> Result<(), SendError> {
+        self.push(|q| {
+            q.bytes.extend_from_slice(b": ");
+            q.bytes
+                .extend(text.bytes().filter(|&b| b != b'\r' && b != b'\n'));
+            q.bytes.extend_from_slice(b"\n\n");
+        })
+    }
+
+    /// Ends the stream once what is queued has been written.
+    pub fn close(&self) {
+        let _ = self.push(|q| q.flow = Flow::Ending);
+    }
+
+    /// True once the stream ended (the client went away, [`SseSender::close`], or shutdown).
+    pub fn is_closed(&self) -> bool {
+        self.queue().flow != Flow::Open
+    }
+}
+
+/// How many sessions one event may drop to fit in the server's memory budget.
+pub(super) const SHEDS_PER_PUSH: usize = 8;
+
+/// Charges what a push added (past `before`) to the server's budget; false when it does not
+/// fit (and nothing was taken).
+pub(super) fn charge(q: &mut Queue, before: usize) -> bool {
+    let added = q.bytes.len() - before;
+    if !q.held.as_mut().is_none_or(|held| held.try_grow(added)) {
+        return false;
+    }
+    if before == 0 && added > 0 {
+        q.queued_since = Some(Instant::now());
+    }
+    true
+}
+
+impl Queued for Shared {
+    fn oldest(&self) -> Option<Instant> {
+        let q = lock(&self.queue);
+        match (q.flow, &q.held) {
+            // A stream that holds nothing frees nothing.
+            (Flow::Open, Some(held)) if held.bytes() > 0 => q.out_since.or(q.queued_since),
+            _ => None,
+        }
+    }
+
+    fn shed(&self) {
+        {
+            let mut q = lock(&self.queue);
+            if q.flow != Flow::Open {
+                return;
+            }
+            if let Some(held) = q.held.as_mut() {
+                held.set(0);
+                held.budget().session_dropped();
+            }
+            q.flow = Flow::Shed;
+            q.bytes = Vec::new();
+            q.queued_since = None;
+            q.out_since = None;
+        }
+        // Always: a stream waiting for its client to take output does not look at its
+        // queue, and the flag may say a wake-up is pending when none will come.
+        if let Some(w) = self.waker.get() {
+            w.wake();
+        }
+    }
+}
+
+/// Nothing under the queue's lock panics; a poisoned queue is still consistent.
+pub(super) fn lock(q: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+    q.lock().unwrap_or_else(|e| e.into_inner())
+}
