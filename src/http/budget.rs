@@ -27,6 +27,11 @@ use slab::Slab;
 /// The default budget: a quarter of a small (1 GiB) machine.
 pub(crate) const DEFAULT_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
 
+/// What each holder (a body, a send queue) keeps without charge: like a connection's read and
+/// write buffers, a working size every connection may have, so that small bodies and a queue
+/// that keeps up touch no counter shared by every thread. Only what grows past it is charged.
+pub(crate) const ALLOWANCE: usize = 16 * 1024;
+
 /// The budget shared by every thread of one engine. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Budget(Arc<Inner>);
@@ -211,6 +216,27 @@ impl Held {
         self.bytes
     }
 
+    /// Holds what a holder of `bytes` is charged for past its [`ALLOWANCE`], if it fits in
+    /// the budget; false (and nothing more taken) if not. Touches the shared count only when
+    /// the charge changes.
+    pub(crate) fn try_hold(&mut self, bytes: usize) -> bool {
+        let charge = bytes.saturating_sub(ALLOWANCE);
+        match charge.checked_sub(self.bytes) {
+            Some(0) => true,
+            Some(more) => self.try_grow(more),
+            None => {
+                self.shrink(self.bytes - charge);
+                true
+            }
+        }
+    }
+
+    /// Holds what a holder of `bytes` is charged for past its [`ALLOWANCE`], whether or not
+    /// it fits (memory that exists already).
+    pub(crate) fn hold(&mut self, bytes: usize) {
+        self.set(bytes.saturating_sub(ALLOWANCE));
+    }
+
     /// Grows by `n` if it fits in the budget; false (and nothing taken) if not.
     pub(crate) fn try_grow(&mut self, n: usize) -> bool {
         let fits = self.budget.take(n);
@@ -222,6 +248,9 @@ impl Held {
 
     /// Grows by `n` whether or not it fits (memory that exists already).
     pub(crate) fn grow(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
         self.budget.force(n);
         self.bytes = self.bytes.saturating_add(n);
     }
@@ -229,6 +258,9 @@ impl Held {
     /// Gives back `n` bytes (at most what it holds).
     pub(crate) fn shrink(&mut self, n: usize) {
         let n = n.min(self.bytes);
+        if n == 0 {
+            return;
+        }
         self.budget.give(n);
         self.bytes -= n;
     }
@@ -249,7 +281,9 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.budget.give(self.bytes);
+        if self.bytes > 0 {
+            self.budget.give(self.bytes);
+        }
     }
 }
 
@@ -279,6 +313,25 @@ mod tests {
         assert_eq!(b.held(), 20);
         one.shrink(1000);
         assert_eq!((b.held(), one.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn a_holder_is_charged_past_its_allowance_only() {
+        let b = Budget::new(ALLOWANCE * 2);
+        let mut h = b.charge();
+        assert!(h.try_hold(ALLOWANCE));
+        assert_eq!(b.held(), 0, "a working size is free");
+        assert!(h.try_hold(ALLOWANCE + 100));
+        assert_eq!(b.held(), 100);
+        assert!(
+            !h.try_hold(ALLOWANCE * 4),
+            "past the budget: nothing more taken"
+        );
+        assert_eq!(b.held(), 100);
+        h.hold(ALLOWANCE * 4);
+        assert_eq!(b.held(), ALLOWANCE * 3, "what exists is counted");
+        assert!(h.try_hold(10));
+        assert_eq!(b.held(), 0);
     }
 
     #[test]

@@ -8,12 +8,13 @@
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 
-use crate::http::budget::Held;
+use crate::http::budget::{ALLOWANCE, Budget, Held};
 
-/// A body arriving, and the memory it holds charged to the server's budget.
+/// A body arriving, and the memory it holds charged to the server's budget (past the
+/// allowance each holder has: small bodies touch no shared counter).
 pub(crate) struct Spool {
     store: Store,
-    held: Held,
+    held: Option<Held>,
 }
 
 /// Where the bytes of a body arriving are.
@@ -27,11 +28,11 @@ enum Store {
 }
 
 impl Spool {
-    /// An empty body, its memory charged to `held`.
-    pub(crate) fn new(held: Held) -> Spool {
+    /// An empty body.
+    pub(crate) fn new() -> Spool {
         Spool {
             store: Store::Memory(Vec::new()),
-            held,
+            held: None,
         }
     }
 
@@ -39,26 +40,31 @@ impl Spool {
     /// bytes in memory or the server's memory budget. What memory it holds is charged by
     /// capacity. An error: the file could not be made or written (no space left, no writable
     /// temporary folder).
-    pub(crate) fn push(&mut self, payload: &[u8], threshold: usize) -> io::Result<()> {
+    pub(crate) fn push(
+        &mut self,
+        payload: &[u8],
+        threshold: usize,
+        budget: &Budget,
+    ) -> io::Result<()> {
         match &mut self.store {
             Store::Memory(bytes) => {
-                if keep(bytes, payload, threshold, &mut self.held) {
+                if keep(bytes, payload, threshold, &mut self.held, budget) {
                     bytes.extend_from_slice(payload);
                     return Ok(());
                 }
                 let file = tempfile::tempfile()?;
                 let pending = std::mem::take(bytes);
                 self.store = Store::File { file, pending };
-                self.push(payload, threshold)
+                self.push(payload, threshold, budget)
             }
             Store::File { file, pending } => {
-                if keep(pending, payload, threshold, &mut self.held) {
+                if keep(pending, payload, threshold, &mut self.held, budget) {
                     pending.extend_from_slice(payload);
                     return Ok(());
                 }
                 file.write_all(pending)?;
                 *pending = Vec::new();
-                self.held.set(0);
+                self.held = None;
                 file.write_all(payload)
             }
         }
@@ -66,7 +72,7 @@ impl Spool {
 
     /// The whole body, ready to be read from its start.
     pub(crate) fn finish(self) -> io::Result<Received> {
-        let Spool { store, mut held } = self;
+        let Spool { store, held } = self;
         match store {
             Store::Memory(bytes) => Ok(Received::Memory {
                 bytes: Cursor::new(bytes),
@@ -74,7 +80,7 @@ impl Spool {
             }),
             Store::File { mut file, pending } => {
                 file.write_all(&pending)?;
-                held.set(0);
+                drop((pending, held));
                 file.seek(SeekFrom::Start(0))?;
                 Ok(Received::File(file))
             }
@@ -83,9 +89,15 @@ impl Spool {
 }
 
 /// Whether `payload` may join `bytes` in memory: within `threshold`, and the capacity that
-/// takes within the budget (charged to `held`, which holds `bytes`'s capacity). The capacity
-/// doubles, up to the threshold, as a `Vec`'s would.
-fn keep(bytes: &mut Vec<u8>, payload: &[u8], threshold: usize, held: &mut Held) -> bool {
+/// takes within the budget (charged to `held` past the allowance, made when first needed).
+/// The capacity doubles, up to the threshold, as a `Vec`'s would.
+fn keep(
+    bytes: &mut Vec<u8>,
+    payload: &[u8],
+    threshold: usize,
+    held: &mut Option<Held>,
+    budget: &Budget,
+) -> bool {
     let need = bytes.len().saturating_add(payload.len());
     if need > threshold {
         return false;
@@ -95,7 +107,7 @@ fn keep(bytes: &mut Vec<u8>, payload: &[u8], threshold: usize, held: &mut Held) 
         return true;
     }
     let grown = need.max(cap.saturating_mul(2).min(threshold));
-    if !held.try_grow(grown - cap) {
+    if grown > ALLOWANCE && !held.get_or_insert_with(|| budget.charge()).try_hold(grown) {
         return false;
     }
     bytes.reserve_exact(grown - bytes.len());
@@ -113,7 +125,7 @@ pub(crate) enum Received {
     /// In memory, charged to the budget until the exchange ends.
     Memory {
         bytes: Cursor<Vec<u8>>,
-        _charge: Held,
+        _charge: Option<Held>,
     },
     File(File),
 }
@@ -141,11 +153,6 @@ impl Read for Received {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::budget::Budget;
-
-    fn spool(budget: &Budget) -> Spool {
-        Spool::new(budget.charge())
-    }
 
     fn in_file(s: &Spool) -> bool {
         matches!(s.store, Store::File { .. })
@@ -160,45 +167,64 @@ mod tests {
         out
     }
 
+    /// `n` bytes of a pattern that shows a byte lost or moved.
+    fn bytes(n: usize, from: usize) -> Vec<u8> {
+        (from..from + n).map(|i| (i % 251) as u8).collect()
+    }
+
     #[test]
-    fn stays_in_memory_up_to_the_threshold_charged_to_the_budget() {
+    fn stays_in_memory_up_to_the_threshold_charged_past_the_allowance() {
         let budget = Budget::default();
-        let mut s = spool(&budget);
-        s.push(b"abcd", 8).expect("memory");
-        s.push(b"efgh", 8).expect("memory");
+        let mut s = Spool::new();
+        let threshold = ALLOWANCE * 4;
+        s.push(&bytes(ALLOWANCE, 0), threshold, &budget)
+            .expect("memory");
+        assert_eq!(
+            budget.held(),
+            0,
+            "a body within the allowance is not charged"
+        );
+        s.push(&bytes(ALLOWANCE, ALLOWANCE), threshold, &budget)
+            .expect("memory");
         assert!(!in_file(&s));
-        assert_eq!(budget.held(), 8);
-        assert_eq!(read_all(s), b"abcdefgh");
+        assert_eq!(budget.held(), ALLOWANCE, "its capacity past the allowance");
+        assert_eq!(read_all(s), bytes(ALLOWANCE * 2, 0));
         assert_eq!(budget.held(), 0, "given back with the body");
     }
 
     #[test]
     fn goes_to_a_file_when_the_budget_is_spent() {
-        let budget = Budget::new(6);
-        let mut s = spool(&budget);
-        s.push(b"abcd", 8).expect("memory");
-        s.push(b"efg", 8).expect("file");
-        assert!(in_file(&s), "7 bytes do not fit a budget of 6");
+        let budget = Budget::new(100);
+        let mut s = Spool::new();
+        let threshold = ALLOWANCE * 4;
+        s.push(&bytes(ALLOWANCE, 0), threshold, &budget)
+            .expect("memory");
+        s.push(&bytes(200, ALLOWANCE), threshold, &budget)
+            .expect("file");
+        assert!(
+            in_file(&s),
+            "200 bytes past the allowance do not fit a budget of 100"
+        );
         assert_eq!(budget.held(), 0);
-        assert_eq!(read_all(s), b"abcdefg");
+        assert_eq!(read_all(s), bytes(ALLOWANCE + 200, 0));
     }
 
     #[test]
-    fn moves_to_a_file_past_it_with_every_byte() {
+    fn moves_to_a_file_past_the_threshold_with_every_byte() {
         let budget = Budget::default();
-        let mut s = spool(&budget);
-        s.push(b"abcd", 8).expect("memory");
-        s.push(b"efghi", 8).expect("file");
+        let mut s = Spool::new();
+        s.push(b"abcd", 8, &budget).expect("memory");
+        s.push(b"efghi", 8, &budget).expect("file");
         assert!(in_file(&s));
-        s.push(b"jk", 8).expect("file");
+        s.push(b"jk", 8, &budget).expect("file");
         assert_eq!(read_all(s), b"abcdefghijk");
     }
 
     #[test]
     fn a_zero_threshold_spools_every_body() {
         let budget = Budget::default();
-        let mut s = spool(&budget);
-        s.push(b"x", 0).expect("file");
+        let mut s = Spool::new();
+        s.push(b"x", 0, &budget).expect("file");
         assert!(in_file(&s));
         assert_eq!(read_all(s), b"x");
     }

@@ -28,8 +28,6 @@ struct SseConn {
     /// The minimum rate of output while the client does not take it all.
     rate: Option<MinRate>,
     sent: Meter,
-    /// Bytes of the queue in `out`, still charged to the budget until written.
-    charged: usize,
     /// On the budget's list of sessions it may drop.
     _enlisted: Enlisted,
 }
@@ -49,8 +47,9 @@ impl SseConn {
             // What was queued before the stream started counts from now.
             let mut q = lock(&stream.0.queue);
             let mut held = budget.charge();
-            held.grow(q.bytes.len());
+            held.hold(q.bytes.len());
             q.held = Some(held);
+            q.mark();
         }
         let me: std::sync::Weak<dyn Queued> = Arc::downgrade(&stream.0) as _;
         SseConn {
@@ -64,7 +63,6 @@ impl SseConn {
             ending: false,
             rate,
             sent: Meter::new(rate),
-            charged: 0,
         }
     }
 
@@ -116,19 +114,24 @@ impl SseConn {
                 // Everything is out: the next backlog is measured afresh.
                 self.sent = Meter::new(self.rate);
                 let mut q = lock(&self.shared.queue);
-                if let Some(held) = q.held.as_mut() {
-                    held.shrink(std::mem::take(&mut self.charged));
+                if q.in_out > 0 {
+                    q.in_out = 0;
+                    let unsent = q.unsent();
+                    if let Some(held) = q.held.as_mut() {
+                        held.hold(unsent);
+                    }
+                    // What is left came after what the client just took.
+                    q.over_since = None;
+                    q.mark();
                 }
-                q.out_since = None;
                 if q.flow == Flow::Shed {
                     drop(q);
                     return self.closed();
                 }
                 if !q.bytes.is_empty() {
                     self.encoder.encode(&q.bytes, &mut self.out);
-                    self.charged = q.bytes.len();
+                    q.in_out = q.bytes.len();
                     q.bytes.clear();
-                    q.out_since = q.queued_since.take();
                 }
                 if q.flow != Flow::Open && !self.ending {
                     self.ending = true;

@@ -12,13 +12,14 @@ use crate::http::session::{Wake, WakeFlag};
 pub(super) struct Queue {
     pub(super) bytes: Vec<u8>,
     pub(super) flow: Flow,
-    /// From the stream's start: what the client has not taken (these bytes, and those the
-    /// stream moved into its output and has not written), charged to the server's budget.
+    /// Bytes the stream moved from `bytes` into its output and has not written yet.
+    pub(super) in_out: usize,
+    /// From the stream's start: what the client has not taken (`bytes` and `in_out`), charged
+    /// to the server's budget past the allowance each holder has.
     pub(super) held: Option<Held>,
-    /// When the oldest of `bytes` was queued.
-    pub(super) queued_since: Option<Instant>,
-    /// When the oldest bytes the stream moved into its output, not yet written, were queued.
-    pub(super) out_since: Option<Instant>,
+    /// Since when the charge is above nothing: how long the client has been slow to take
+    /// what it is sent, by which streams are dropped (oldest first).
+    pub(super) over_since: Option<Instant>,
 }
 
 impl Queue {
@@ -26,9 +27,24 @@ impl Queue {
     pub(super) fn close(&mut self) {
         self.flow = Flow::Closed;
         self.bytes = Vec::new();
+        self.in_out = 0;
         self.held = None;
-        self.queued_since = None;
-        self.out_since = None;
+        self.over_since = None;
+    }
+
+    /// What the client has not taken.
+    pub(super) fn unsent(&self) -> usize {
+        self.bytes.len().saturating_add(self.in_out)
+    }
+
+    /// After the charge changed: since when it is above nothing.
+    pub(super) fn mark(&mut self) {
+        let over = self.held.as_ref().is_some_and(|held| held.bytes() > 0);
+        match (over, self.over_since) {
+            (true, None) => self.over_since = Some(Instant::now()),
+            (false, Some(_)) => self.over_since = None,
+            _ => {}
+        }
     }
 }
 
@@ -126,7 +142,7 @@ impl SseSender {
             }
             let before = q.bytes.len();
             f(&mut q);
-            if !charge(&mut q, before) {
+            if !charge(&mut q) {
                 let event = q.bytes.split_off(before);
                 drop(q);
                 self.fit(event)?;
@@ -155,15 +171,16 @@ impl SseSender {
                 if q.flow != Flow::Open {
                     return Err(SendError::Closed);
                 }
+                let with = q.unsent().saturating_add(event.len());
                 let budget = match q.held.as_mut() {
                     None => None,
                     Some(held) => {
-                        if held.try_grow(event.len()) {
+                        if held.try_hold(with) {
                             None
                         } else if !last && sheds < SHEDS_PER_PUSH {
                             Some(held.budget().clone())
                         } else if held.bytes() == 0 {
-                            held.grow(event.len());
+                            held.hold(with);
                             None
                         } else {
                             return Err(SendError::Full);
@@ -171,10 +188,8 @@ impl SseSender {
                     }
                 };
                 if budget.is_none() {
-                    if q.bytes.is_empty() {
-                        q.queued_since = Some(Instant::now());
-                    }
                     q.bytes.extend_from_slice(&event);
+                    q.mark();
                     return Ok(());
                 }
                 budget
@@ -215,14 +230,12 @@ pub(super) const SHEDS_PER_PUSH: usize = 8;
 
 /// Charges what a push added (past `before`) to the server's budget; false when it does not
 /// fit (and nothing was taken).
-pub(super) fn charge(q: &mut Queue, before: usize) -> bool {
-    let added = q.bytes.len() - before;
-    if !q.held.as_mut().is_none_or(|held| held.try_grow(added)) {
+pub(super) fn charge(q: &mut Queue) -> bool {
+    let unsent = q.unsent();
+    if !q.held.as_mut().is_none_or(|held| held.try_hold(unsent)) {
         return false;
     }
-    if before == 0 && added > 0 {
-        q.queued_since = Some(Instant::now());
-    }
+    q.mark();
     true
 }
 
@@ -231,7 +244,7 @@ impl Queued for Shared {
         let q = lock(&self.queue);
         match (q.flow, &q.held) {
             // A stream that holds nothing frees nothing.
-            (Flow::Open, Some(held)) if held.bytes() > 0 => q.out_since.or(q.queued_since),
+            (Flow::Open, Some(held)) if held.bytes() > 0 => q.over_since,
             _ => None,
         }
     }
@@ -248,8 +261,8 @@ impl Queued for Shared {
             }
             q.flow = Flow::Shed;
             q.bytes = Vec::new();
-            q.queued_since = None;
-            q.out_since = None;
+            q.in_out = 0;
+            q.over_since = None;
         }
         // Always: a stream waiting for its client to take output does not look at its
         // queue, and the flag may say a wake-up is pending when none will come.

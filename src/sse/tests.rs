@@ -170,18 +170,24 @@ fn event_wire_format() {
 }
 
 #[test]
-fn past_the_budget_the_stream_with_the_oldest_unsent_events_goes() {
+fn past_the_budget_the_stream_slow_the_longest_goes() {
+    use crate::http::budget::ALLOWANCE;
     let wakes = Arc::new(Wakes::default());
     let budget = crate::http::budget::Budget::new(300);
     let (_old_session, old) = started_in(SseConfig::default(), &wakes, None, &budget);
     let (_young_session, young) = started_in(SseConfig::default(), &wakes, None, &budget);
-    assert_eq!(old.comment(&"o".repeat(190)), Ok(()));
-    assert_eq!(young.comment(&"y".repeat(40)), Ok(()));
-    assert_eq!(young.comment(&"y".repeat(90)), Ok(()));
-    assert!(old.is_closed(), "the oldest unsent events went");
+    // A comment line is its text and 4 bytes of framing.
+    assert_eq!(old.comment(&"o".repeat(ALLOWANCE + 196)), Ok(()));
+    assert_eq!(budget.held(), 200);
+    assert_eq!(young.comment(&"y".repeat(ALLOWANCE + 36)), Ok(()));
+    assert_eq!(young.comment(&"y".repeat(96)), Ok(()));
+    assert!(
+        old.is_closed(),
+        "the stream over its allowance the longest went"
+    );
     assert!(!young.is_closed());
     assert_eq!(budget.refusals(), (0, 1));
-    assert_eq!(budget.held(), 40 + 4 + 90 + 4);
+    assert_eq!(budget.held(), 40 + 100);
 }
 
 #[test]

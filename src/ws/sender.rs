@@ -52,10 +52,12 @@ const TAKE_BYTES: usize = 64 * 1024;
 const SHEDS_PER_PUSH: usize = 8;
 
 pub(crate) struct Queue {
-    /// What is queued, each with the bytes it counts and when it was queued.
-    items: VecDeque<(Out, usize, Instant)>,
-    /// When the oldest item taken by the connection and not yet written out was queued.
-    in_flight_since: Option<Instant>,
+    /// What is queued, each with the bytes it counts.
+    items: VecDeque<(Out, usize)>,
+    /// Since when `bytes` is past the allowance the budget leaves each queue, counted again
+    /// from each time the peer took all the connection had taken: about the age of its oldest
+    /// unsent data, by which sessions are dropped (oldest first).
+    over_since: Option<Instant>,
     /// Bytes the peer has not taken yet: queued here, or taken by the connection and not yet
     /// all written out (`in_flight`). The limit bounds both, so a slow peer costs at most the
     /// limit however often the connection takes the queue.
@@ -93,12 +95,8 @@ impl Queued for SenderShared {
     fn oldest(&self) -> Option<Instant> {
         let q = lock(&self.queue);
         match q.flow {
-            // A queue that holds nothing frees nothing.
-            Flow::Open if q.bytes > 0 => q.in_flight_since.or(q
-                .items
-                .iter()
-                .find(|&&(_, len, _)| len > 0)
-                .map(|&(_, _, at)| at)),
+            // A queue charged nothing frees nothing.
+            Flow::Open if q.held.bytes() > 0 => q.over_since,
             _ => None,
         }
     }
@@ -151,7 +149,7 @@ impl WsSender {
             SenderShared {
                 queue: Mutex::new(Queue {
                     items: VecDeque::new(),
-                    in_flight_since: None,
+                    over_since: None,
                     bytes: 0,
                     in_flight: 0,
                     held: budget.charge(),
@@ -181,7 +179,8 @@ impl WsSender {
             if q.bytes > 0 && q.bytes.saturating_add(len) > self.shared.limit {
                 return Err(SendError::Full);
             }
-            let fits = q.held.try_grow(len);
+            let with = q.bytes.saturating_add(len);
+            let fits = q.held.try_hold(with);
             if !fits && sheds < SHEDS_PER_PUSH {
                 // Past the server's budget: the session whose unsent data is oldest goes
                 // (perhaps this one), and this push tries again.
@@ -201,10 +200,13 @@ impl WsSender {
                     return Err(SendError::Full);
                 }
                 // Nothing of this session waits: the message goes, past the budget by one.
-                q.held.grow(len);
+                q.held.hold(len);
             }
             q.bytes += len;
-            q.items.push_back((out, len, Instant::now()));
+            if q.over_since.is_none() && q.held.bytes() > 0 {
+                q.over_since = Some(Instant::now());
+            }
+            q.items.push_back((out, len));
             break;
         }
         if self.shared.notified.should_wake() {
@@ -268,10 +270,9 @@ impl WsSender {
             // What it took before is not all out: the rest waits here, counted.
             return true;
         }
-        q.in_flight_since = q.items.front().filter(|i| i.1 > 0).map(|i| i.2);
         let mut taken = 0;
         while taken < TAKE_BYTES {
-            let Some((out, len, _)) = q.items.pop_front() else {
+            let Some((out, len)) = q.items.pop_front() else {
                 break;
             };
             into.push_back(out);
@@ -285,11 +286,13 @@ impl WsSender {
     /// or the budget.
     pub(crate) fn flushed(&self) {
         let mut q = self.queue();
-        let sent = q.in_flight;
-        q.bytes = q.bytes.saturating_sub(sent);
-        q.held.shrink(sent);
+        q.bytes = q.bytes.saturating_sub(q.in_flight);
         q.in_flight = 0;
-        q.in_flight_since = None;
+        let left = q.bytes;
+        q.held.hold(left);
+        // What is left came after what the peer just took: the age of its oldest unsent data
+        // starts now (if it is still over its allowance).
+        q.over_since = (q.held.bytes() > 0).then(Instant::now);
     }
 
     /// The engine is running this connection: pushes need not wake it.
@@ -322,7 +325,7 @@ impl Queue {
         self.items.clear();
         self.bytes = 0;
         self.in_flight = 0;
-        self.in_flight_since = None;
+        self.over_since = None;
         self.held.set(0);
     }
 }
@@ -330,6 +333,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::budget::ALLOWANCE;
     use crate::http::session::memory::{Wakes, waker};
 
     fn sender(wakes: &Arc<Wakes>, budget: &Budget) -> WsSender {
@@ -337,14 +341,21 @@ mod tests {
     }
 
     #[test]
-    fn past_the_budget_the_oldest_unsent_data_goes_first() {
+    fn past_the_budget_the_session_slow_the_longest_goes_first() {
         let wakes = Arc::new(Wakes::default());
         let budget = Budget::new(300);
         let old = sender(&wakes, &budget);
         let young = sender(&wakes, &budget);
-        assert_eq!(old.send(vec![0u8; 200]), Ok(()));
+        assert_eq!(old.send(vec![0u8; ALLOWANCE + 200]), Ok(()));
+        assert_eq!(
+            young.send(vec![0u8; ALLOWANCE]),
+            Ok(()),
+            "within its allowance"
+        );
+        assert_eq!(budget.held(), 200);
         assert_eq!(young.send(vec![0u8; 50]), Ok(()));
-        // 350 bytes do not fit in 300: the session with the oldest unsent data goes.
+        // 350 bytes past the allowances do not fit in 300: the session over its allowance
+        // the longest goes.
         assert_eq!(young.send(vec![0u8; 100]), Ok(()));
         assert!(old.is_closed());
         assert_eq!(old.send(vec![0u8; 1]), Err(SendError::Closed));
@@ -358,7 +369,7 @@ mod tests {
         // What the peer has taken no longer counts.
         let mut out = VecDeque::new();
         assert!(young.take(&mut out));
-        assert_eq!(out.len(), 2);
+        assert_eq!(out.len(), 3);
         young.flushed();
         assert_eq!(budget.held(), 0);
         drop(young);
@@ -371,11 +382,31 @@ mod tests {
         let wakes = Arc::new(Wakes::default());
         let budget = Budget::new(100);
         let only = sender(&wakes, &budget);
-        assert_eq!(only.send(vec![0u8; 150]), Ok(()), "nothing of it waited");
+        assert_eq!(
+            only.send(vec![0u8; ALLOWANCE + 150]),
+            Ok(()),
+            "nothing of it waited"
+        );
         assert_eq!(budget.held(), 150);
-        // Now it holds the oldest unsent data: the next message past the budget drops it.
+        // Now it is the one over its allowance: the next message past the budget drops it.
         assert_eq!(only.send(vec![0u8; 10]), Err(SendError::Closed));
         assert_eq!(budget.held(), 0);
+    }
+
+    #[test]
+    fn a_session_within_its_allowance_is_never_dropped() {
+        let wakes = Arc::new(Wakes::default());
+        let budget = Budget::new(0);
+        let small = sender(&wakes, &budget);
+        let big = sender(&wakes, &budget);
+        assert_eq!(small.send(vec![0u8; 100]), Ok(()));
+        assert_eq!(
+            big.send(vec![0u8; ALLOWANCE + 1]),
+            Ok(()),
+            "past the budget once"
+        );
+        assert_eq!(big.send(vec![0u8; 1]), Err(SendError::Closed));
+        assert!(!small.is_closed(), "it held nothing of the budget");
     }
 
     #[test]
@@ -390,10 +421,12 @@ mod tests {
         let mut out = VecDeque::new();
         assert!(s.take(&mut out));
         assert_eq!(out.len(), 2, "two halves make a take");
+        assert!(s.take(&mut out));
+        assert_eq!(out.len(), 2, "nothing more until they are out");
         s.flushed();
         out.clear();
         assert!(s.take(&mut out));
         assert_eq!(out.len(), 2, "the third half, then the large one");
-        assert_eq!(budget.held(), TAKE_BYTES / 2 + TAKE_BYTES * 2);
+        assert_eq!(budget.held(), TAKE_BYTES / 2 + TAKE_BYTES * 2 - ALLOWANCE);
     }
 }

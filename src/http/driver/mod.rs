@@ -429,7 +429,7 @@ impl Driver {
                         busy.at = Exchange::Body {
                             head,
                             decoder,
-                            body: Spool::new(cx.tally.budget().charge()),
+                            body: Spool::new(),
                             meter: Meter::new(cx.rules.body_rate),
                         };
                         Step::Progress
@@ -450,7 +450,11 @@ impl Driver {
                         Step::Progress
                     }
                     Ok(d) => {
-                        let kept = body.push(&input[d.data], cx.rules.limits.max_body_in_memory);
+                        let kept = body.push(
+                            &input[d.data],
+                            cx.rules.limits.max_body_in_memory,
+                            cx.tally.budget(),
+                        );
                         busy.read.consume(d.consumed);
                         meter.moved(cx.now, d.consumed);
                         if let Err(e) = kept {

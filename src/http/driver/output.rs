@@ -172,7 +172,7 @@ impl Driver {
             Ok(false) => {
                 // What waits for a slow client counts against the server's memory budget.
                 let left = busy.unwritten();
-                (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).set(left);
+                (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).hold(left);
                 Some(self.wait(false, true, cx.now))
             }
             Err(()) => Some(Action::Close),

@@ -408,24 +408,38 @@ fn past_the_memory_budget_a_request_with_a_body_is_told_to_retry() {
 
 #[test]
 fn a_body_in_memory_and_a_response_tail_count_against_the_budget_until_done() {
+    use crate::http::budget::ALLOWANCE;
     let mut b = Bench::new();
     let budget = crate::http::budget::Budget::default();
     b.tally.budget = budget.clone();
     b.io.room = Some(10);
-    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel");
+    let body = vec![b'b'; ALLOWANCE * 2];
+    b.io.send(
+        format!(
+            "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\n\r\n",
+            body.len() + 1
+        )
+        .as_bytes(),
+    );
+    b.io.send(&body);
     let (ran, _) = b.echo();
-    assert_eq!((ran, budget.held()), (0, 3), "the body so far");
-    b.io.send(b"lo");
-    let (ran, next) = b.turn(|_, body| {
-        assert_eq!(body, b"hello");
-        Answer::Returned(Response::text("x".repeat(1000)))
+    assert_eq!(ran, 0);
+    let held = budget.held();
+    assert!(
+        held >= ALLOWANCE,
+        "the body so far, past its allowance: {held}"
+    );
+    b.io.send(b"!");
+    let (ran, next) = b.turn(|_, got| {
+        assert_eq!(got.len(), ALLOWANCE * 2 + 1);
+        Answer::Returned(Response::text("x".repeat(ALLOWANCE * 4)))
     });
     assert_eq!(ran, 1);
     assert_eq!(shown(&next), wait(false, true, Some(b.now + RATE.grace)));
     let tail = budget.held();
     assert!(
-        tail > 1000 && tail < 1200,
-        "the response head and body less 10 bytes: {tail}"
+        tail > ALLOWANCE * 3 - 10 && tail < ALLOWANCE * 3 + 200,
+        "the response head and body less 10 bytes, past the allowance: {tail}"
     );
     b.io.room = None;
     b.echo();
