@@ -151,8 +151,7 @@ pub(crate) enum Parking {
 /// The parker: one poller, one thread, any number of idle connections.
 pub(crate) struct Parker {
     poller: Arc<Poller>,
-    /// The rules of the HTTP connections driven here (their heads and bodies are read here, not
-    /// on a worker).
+    /// The rules of the HTTP connections driven here (heads and bodies read here, not on a worker).
     rules: Rules,
     /// Buffers lent here come back to the workers' pools, and go round through this.
     pools: Arc<pools::Shared>,
