@@ -445,3 +445,108 @@ fn a_body_in_memory_and_a_response_tail_count_against_the_budget_until_done() {
     b.echo();
     assert_eq!(budget.held(), 0, "all written");
 }
+
+/// A bench whose handler streams every body.
+fn streaming() -> Bench {
+    let mut b = Bench::new();
+    b.rules.streams = Some(Streams(std::sync::Arc::new(|_| true)));
+    b
+}
+
+impl Bench {
+    /// Drives until a request is ready for its handler, and gives it without answering.
+    fn next_request(&mut self) -> Request {
+        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        match self.driver.drive(&mut self.io, &mut cx) {
+            Action::Run(request) => request,
+            other => panic!("no request: {}", shown(&other)),
+        }
+    }
+
+    fn read_body(&mut self, buf: &mut [u8]) -> BodyRead {
+        self.driver.read_body(&mut self.io, buf, self.now)
+    }
+
+    /// Gives the handler's answer, then drives on.
+    fn answer_with(&mut self, head: Box<RequestHead>, response: Response) -> Action {
+        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        self.driver
+            .answer(head, Answer::Returned(response), &mut cx);
+        self.driver.drive(&mut self.io, &mut cx)
+    }
+}
+
+#[test]
+fn a_streamed_body_reaches_its_handler_as_it_arrives() {
+    let mut b = streaming();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 6\r\nExpect: 100-continue\r\n\r\n");
+    let Request { head, body } = b.next_request();
+    assert!(matches!(body, Received::Streamed));
+    assert_eq!(b.io.take_out(), "", "no 100 before the handler reads");
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        b.read_body(&mut buf),
+        BodyRead::Wait {
+            write: false,
+            until: Some(b.now + RATE.grace)
+        }
+    );
+    assert_eq!(b.io.take_out(), "HTTP/1.1 100 Continue\r\n\r\n");
+    b.io.send(b"abc");
+    assert_eq!(b.read_body(&mut buf), BodyRead::Data(3));
+    assert_eq!(&buf[..3], b"abc");
+    b.io.send(b"def");
+    assert_eq!(b.read_body(&mut buf), BodyRead::Data(3));
+    assert_eq!(b.read_body(&mut buf), BodyRead::End);
+    b.answer_with(head, Response::text("ok"));
+    let out = b.io.take_out();
+    assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+    assert!(!out.contains("Connection: close"), "in sync: {out}");
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(b.echo().0, 1, "and the next request is served");
+}
+
+#[test]
+fn a_streamed_body_that_fails_stalls_or_is_left_is_answered_by_the_driver() {
+    // Malformed: the read fails, and the failure is the answer.
+    let mut b = streaming();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+    let Request { head, .. } = b.next_request();
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        b.read_body(&mut buf),
+        BodyRead::Failed(std::io::ErrorKind::InvalidData)
+    );
+    b.answer_with(head, Response::text("handler"));
+    let out = b.io.take_out();
+    assert!(out.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{out}");
+    assert!(!out.contains("handler"));
+    assert!(b.io.shut, "a lingering close");
+
+    // Too slow: the engine's wait ran out.
+    let mut b = streaming();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nab");
+    let Request { head, .. } = b.next_request();
+    assert_eq!(b.read_body(&mut buf), BodyRead::Data(2));
+    assert!(matches!(b.read_body(&mut buf), BodyRead::Wait { .. }));
+    b.driver.body_timed_out();
+    assert_eq!(
+        b.read_body(&mut buf),
+        BodyRead::Failed(std::io::ErrorKind::TimedOut)
+    );
+    b.answer_with(head, Response::text("handler"));
+    assert!(
+        b.io.take_out()
+            .starts_with("HTTP/1.1 408 Request Timeout\r\n")
+    );
+    assert_eq!(b.refusals(), [Refusal::TooSlow]);
+
+    // Left unread: the response closes the connection.
+    let mut b = streaming();
+    b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nabcd");
+    let Request { head, .. } = b.next_request();
+    b.answer_with(head, Response::text("handler"));
+    let out = b.io.take_out();
+    assert!(out.contains("Connection: close\r\n"), "{out}");
+    assert!(out.ends_with("handler"));
+}
