@@ -32,6 +32,44 @@ pub(crate) const DEFAULT_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
 /// that keeps up touch no counter shared by every thread. Only what grows past it is charged.
 pub(crate) const ALLOWANCE: usize = 16 * 1024;
 
+/// How many sessions one message or event may drop to make room before it is refused.
+pub(crate) const DROPS_PER_MESSAGE: usize = 8;
+
+/// What one try to charge a session's message came to.
+pub(crate) enum Room {
+    /// It is charged.
+    Fits,
+    /// It does not fit: drop the session with the oldest unsent data, then try again.
+    Short(Budget),
+    /// It does not fit and no more may be dropped for it: refuse it.
+    Refused,
+}
+
+/// What one try to queue a message came to (the queue's own answer, or room to make).
+pub(crate) enum Attempt<T> {
+    Done(T),
+    Short(Budget),
+}
+
+/// Queues a session's message past the budget, the one way every session does: `attempt`
+/// runs under the queue's lock and charges it ([`Held::room`]); between attempts, with no
+/// queue locked, the session whose unsent data is oldest is dropped (perhaps the caller's), up
+/// to [`DROPS_PER_MESSAGE`]. `attempt(last)`: `last` when none may be dropped any more (then it
+/// never answers `Short`).
+pub(crate) fn make_room<T>(mut attempt: impl FnMut(bool) -> Attempt<T>) -> T {
+    let mut last = false;
+    let mut drops = 0;
+    loop {
+        match attempt(last) {
+            Attempt::Done(done) => return done,
+            Attempt::Short(budget) => {
+                drops += 1;
+                last = drops == DROPS_PER_MESSAGE || !budget.shed_oldest();
+            }
+        }
+    }
+}
+
 /// The budget shared by every thread of one engine. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Budget(Arc<Inner>);
@@ -228,6 +266,22 @@ impl Held {
                 self.shrink(self.bytes - charge);
                 true
             }
+        }
+    }
+
+    /// A session's queue would hold `bytes`: charged if it fits; when it does not and no more
+    /// sessions may be dropped (`last`), a queue charged nothing yet holds it anyway (past the
+    /// budget by one message) and any other is refused.
+    pub(crate) fn room(&mut self, bytes: usize, last: bool) -> Room {
+        if self.try_hold(bytes) {
+            Room::Fits
+        } else if !last {
+            Room::Short(self.budget.clone())
+        } else if self.bytes == 0 {
+            self.hold(bytes);
+            Room::Fits
+        } else {
+            Room::Refused
         }
     }
 

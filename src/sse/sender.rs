@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use super::{Event, SendError, SseConfig};
-use crate::http::budget::{Held, Queued};
+use crate::http::budget::{self, Attempt, Held, Queued, Room};
 use crate::http::session::{Wake, WakeFlag};
 
 #[derive(Default)]
@@ -160,43 +160,26 @@ impl SseSender {
         }
     }
 
-    /// Past the server's budget: the sessions whose unsent data is oldest go (perhaps this
-    /// one) until `event` fits, then it is queued. When no session holds unsent data, it goes
-    /// anyway (past the budget by one event); after [`SHEDS_PER_PUSH`] drops it is refused.
+    /// Past the server's budget: room is made for `event` ([`budget::make_room`]), then it
+    /// is queued.
     fn fit(&self, event: Vec<u8>) -> Result<(), SendError> {
-        let mut last = false;
-        for sheds in 0.. {
-            let budget = {
-                let mut q = self.queue();
-                if q.flow != Flow::Open {
-                    return Err(SendError::Closed);
+        budget::make_room(|last| {
+            let mut q = self.queue();
+            if q.flow != Flow::Open {
+                return Attempt::Done(Err(SendError::Closed));
+            }
+            let with = q.unsent().saturating_add(event.len());
+            if let Some(held) = q.held.as_mut() {
+                match held.room(with, last) {
+                    Room::Fits => {}
+                    Room::Short(budget) => return Attempt::Short(budget),
+                    Room::Refused => return Attempt::Done(Err(SendError::Full)),
                 }
-                let with = q.unsent().saturating_add(event.len());
-                let budget = match q.held.as_mut() {
-                    None => None,
-                    Some(held) => {
-                        if held.try_hold(with) {
-                            None
-                        } else if !last && sheds < SHEDS_PER_PUSH {
-                            Some(held.budget().clone())
-                        } else if held.bytes() == 0 {
-                            held.hold(with);
-                            None
-                        } else {
-                            return Err(SendError::Full);
-                        }
-                    }
-                };
-                if budget.is_none() {
-                    q.bytes.extend_from_slice(&event);
-                    q.mark();
-                    return Ok(());
-                }
-                budget
-            };
-            last = !budget.is_some_and(|b| b.shed_oldest());
-        }
-        Err(SendError::Full)
+            }
+            q.bytes.extend_from_slice(&event);
+            q.mark();
+            Attempt::Done(Ok(()))
+        })
     }
 
     /// Queues an event. `Err(Closed)` once the client went away or the stream ended.
@@ -224,9 +207,6 @@ impl SseSender {
         self.queue().flow != Flow::Open
     }
 }
-
-/// How many sessions one event may drop to fit in the server's memory budget.
-pub(super) const SHEDS_PER_PUSH: usize = 8;
 
 /// Charges what a push added (past `before`) to the server's budget; false when it does not
 /// fit (and nothing was taken).

@@ -11,7 +11,7 @@ use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::WsMessage;
-use crate::http::budget::{Budget, Enlisted, Held, Queued};
+use crate::http::budget::{self, Attempt, Budget, Enlisted, Held, Queued, Room};
 use crate::http::session::{Wake, WakeFlag};
 use crate::net::transport::Address;
 
@@ -46,10 +46,6 @@ pub(crate) enum Out {
 /// given into a buffer that grows by doubling, so what waits for a slow peer waits here, in
 /// the queue, counted to the byte.
 const TAKE_BYTES: usize = 64 * 1024;
-
-/// How many sessions one push may drop to fit in the server's memory budget before it gives
-/// up (and the message is refused as `Full`).
-const SHEDS_PER_PUSH: usize = 8;
 
 pub(crate) struct Queue {
     /// What is queued, each with the bytes it counts.
@@ -170,45 +166,30 @@ impl WsSender {
     }
 
     fn push(&self, out: Out, len: usize) -> Result<(), SendError> {
-        let mut sheds = 0;
-        loop {
+        let mut out = Some(out);
+        budget::make_room(|last| {
             let mut q = self.queue();
             if q.flow != Flow::Open {
-                return Err(SendError::Closed);
-            }
-            if q.bytes > 0 && q.bytes.saturating_add(len) > self.shared.limit {
-                return Err(SendError::Full);
+                return Attempt::Done(Err(SendError::Closed));
             }
             let with = q.bytes.saturating_add(len);
-            let fits = q.held.try_hold(with);
-            if !fits && sheds < SHEDS_PER_PUSH {
-                // Past the server's budget: the session whose unsent data is oldest goes
-                // (perhaps this one), and this push tries again.
-                let budget = q.held.budget().clone();
-                drop(q);
-                sheds += 1;
-                if budget.shed_oldest() {
-                    continue;
-                }
-                q = self.queue();
-                if q.flow != Flow::Open {
-                    return Err(SendError::Closed);
-                }
+            if q.bytes > 0 && with > self.shared.limit {
+                return Attempt::Done(Err(SendError::Full));
             }
-            if !fits {
-                if q.bytes > 0 {
-                    return Err(SendError::Full);
-                }
-                // Nothing of this session waits: the message goes, past the budget by one.
-                q.held.hold(len);
+            match q.held.room(with, last) {
+                Room::Fits => {}
+                Room::Short(budget) => return Attempt::Short(budget),
+                Room::Refused => return Attempt::Done(Err(SendError::Full)),
             }
-            q.bytes += len;
+            q.bytes = with;
             if q.over_since.is_none() && q.held.bytes() > 0 {
                 q.over_since = Some(Instant::now());
             }
-            q.items.push_back((out, len));
-            break;
-        }
+            if let Some(out) = out.take() {
+                q.items.push_back((out, len));
+            }
+            Attempt::Done(Ok(()))
+        })?;
         if self.shared.notified.should_wake() {
             self.shared.waker.wake();
         }
