@@ -25,8 +25,10 @@ pub struct Limits {
     pub max_body_bytes: u64,
     /// Most bytes of a request body kept in memory while it arrives; a larger body waits for
     /// its handler in an anonymous temporary file (in `TMPDIR`, else `/tmp`), gone after its
-    /// exchange. The handler reads either the same way. Default: 64 KiB (Puma keeps 112 KiB,
-    /// nginx 8–16 KiB); `usize::MAX` keeps every body in memory.
+    /// exchange. The handler reads either the same way. A body also goes to its file while the
+    /// server's memory budget is spent, so the budget, not this, bounds the total. Default:
+    /// 1 MiB (Envoy buffers up to 1 MiB per connection, Django 2.5 MiB per upload; Puma keeps
+    /// 112 KiB, nginx 8–16 KiB); `usize::MAX` keeps every body in memory.
     pub max_body_in_memory: usize,
     /// Output buffered for pipelined responses before it is written to the socket. Default: 64 KiB.
     pub max_pipeline_output: usize,
@@ -48,7 +50,7 @@ impl Default for Limits {
             max_head_bytes: 32 * 1024,
             max_headers: 100,
             max_body_bytes: 16 * 1024 * 1024,
-            max_body_in_memory: 64 * 1024,
+            max_body_in_memory: 1024 * 1024,
             max_pipeline_output: 64 * 1024,
         }
     }

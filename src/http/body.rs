@@ -81,6 +81,15 @@ impl Decoder {
         }
     }
 
+    /// Payload bytes still to come, when the framing says (`Content-Length`).
+    pub(crate) fn remaining(&self) -> Option<u64> {
+        match self {
+            Decoder::Length { remaining } => Some(*remaining),
+            Decoder::Chunked { .. } => None,
+            Decoder::Done => Some(0),
+        }
+    }
+
     pub(crate) fn is_done(&self) -> bool {
         *self == Decoder::Done
     }

@@ -10,11 +10,17 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 
 use crate::http::budget::{ALLOWANCE, Budget, Held};
 
+/// The most bytes of a body going to its file held before they are written out: a write per
+/// piece instead of one per read, and little memory held per upload whatever the threshold.
+const PIECE: usize = 64 * 1024;
+
 /// A body arriving, and the memory it holds charged to the server's budget (past the
 /// allowance each holder has: small bodies touch no shared counter).
 pub(crate) struct Spool {
     store: Store,
     held: Option<Held>,
+    /// The body's length when its head declared one (`Content-Length`).
+    declared: Option<u64>,
 }
 
 /// Where the bytes of a body arriving are.
@@ -22,17 +28,20 @@ enum Store {
     /// Payload so far, no more than the in-memory threshold.
     Memory(Vec<u8>),
     /// Past the threshold (or the budget): the bytes so far, in a temporary file and (the
-    /// latest, no more than the threshold) in `pending`, written out once it fills: a large
-    /// body is written in pieces of the threshold's size rather than one per read.
+    /// latest, no more than [`PIECE`]) in `pending`, written out once it fills: a large body
+    /// is written in pieces rather than one write per read.
     File { file: File, pending: Vec<u8> },
 }
 
 impl Spool {
-    /// An empty body.
-    pub(crate) fn new() -> Spool {
+    /// An empty body of `declared` bytes, if its head said: one declared past the threshold
+    /// goes to its file from its first byte (never copied there from memory), one within it
+    /// takes its memory at once (never copied as it grows).
+    pub(crate) fn new(declared: Option<u64>) -> Spool {
         Spool {
             store: Store::Memory(Vec::new()),
             held: None,
+            declared,
         }
     }
 
@@ -48,7 +57,12 @@ impl Spool {
     ) -> io::Result<()> {
         match &mut self.store {
             Store::Memory(bytes) => {
-                if keep(bytes, payload, threshold, &mut self.held, budget) {
+                let declared = self
+                    .declared
+                    .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                if declared <= threshold
+                    && keep(bytes, payload, threshold, declared, &mut self.held, budget)
+                {
                     bytes.extend_from_slice(payload);
                     return Ok(());
                 }
@@ -58,7 +72,8 @@ impl Spool {
                 self.push(payload, threshold, budget)
             }
             Store::File { file, pending } => {
-                if keep(pending, payload, threshold, &mut self.held, budget) {
+                let piece = threshold.min(PIECE);
+                if keep(pending, payload, piece, 0, &mut self.held, budget) {
                     pending.extend_from_slice(payload);
                     return Ok(());
                 }
@@ -72,7 +87,7 @@ impl Spool {
 
     /// The whole body, ready to be read from its start.
     pub(crate) fn finish(self) -> io::Result<Received> {
-        let Spool { store, held } = self;
+        let Spool { store, held, .. } = self;
         match store {
             Store::Memory(bytes) => Ok(Received::Memory {
                 bytes: Cursor::new(bytes),
@@ -90,11 +105,13 @@ impl Spool {
 
 /// Whether `payload` may join `bytes` in memory: within `threshold`, and the capacity that
 /// takes within the budget (charged to `held` past the allowance, made when first needed).
-/// The capacity doubles, up to the threshold, as a `Vec`'s would.
+/// The capacity is `declared` (the whole body's, at once) or doubles, up to the threshold, as
+/// a `Vec`'s would.
 fn keep(
     bytes: &mut Vec<u8>,
     payload: &[u8],
     threshold: usize,
+    declared: usize,
     held: &mut Option<Held>,
     budget: &Budget,
 ) -> bool {
@@ -106,7 +123,7 @@ fn keep(
     if need <= cap {
         return true;
     }
-    let grown = need.max(cap.saturating_mul(2).min(threshold));
+    let grown = need.max(declared).max(cap.saturating_mul(2).min(threshold));
     if grown > ALLOWANCE && !held.get_or_insert_with(|| budget.charge()).try_hold(grown) {
         return false;
     }
@@ -175,7 +192,7 @@ mod tests {
     #[test]
     fn stays_in_memory_up_to_the_threshold_charged_past_the_allowance() {
         let budget = Budget::default();
-        let mut s = Spool::new();
+        let mut s = Spool::new(None);
         let threshold = ALLOWANCE * 4;
         s.push(&bytes(ALLOWANCE, 0), threshold, &budget)
             .expect("memory");
@@ -195,7 +212,7 @@ mod tests {
     #[test]
     fn goes_to_a_file_when_the_budget_is_spent() {
         let budget = Budget::new(100);
-        let mut s = Spool::new();
+        let mut s = Spool::new(None);
         let threshold = ALLOWANCE * 4;
         s.push(&bytes(ALLOWANCE, 0), threshold, &budget)
             .expect("memory");
@@ -212,7 +229,7 @@ mod tests {
     #[test]
     fn moves_to_a_file_past_the_threshold_with_every_byte() {
         let budget = Budget::default();
-        let mut s = Spool::new();
+        let mut s = Spool::new(None);
         s.push(b"abcd", 8, &budget).expect("memory");
         s.push(b"efghi", 8, &budget).expect("file");
         assert!(in_file(&s));
@@ -221,9 +238,47 @@ mod tests {
     }
 
     #[test]
+    fn in_its_file_a_body_holds_at_most_a_piece_whatever_the_threshold() {
+        let budget = Budget::default();
+        let mut s = Spool::new(None);
+        let threshold = PIECE * 4;
+        let total = threshold + PIECE * 3;
+        for at in (0..total).step_by(1024) {
+            s.push(&bytes(1024, at), threshold, &budget).expect("push");
+            if let Store::File { pending, .. } = &s.store {
+                assert!(pending.capacity() <= PIECE, "{} held", pending.capacity());
+            }
+        }
+        assert!(in_file(&s));
+        assert_eq!(read_all(s), bytes(total, 0));
+    }
+
+    #[test]
+    fn a_declared_length_decides_at_the_first_byte() {
+        let budget = Budget::default();
+        let threshold = ALLOWANCE * 4;
+        let mut past = Spool::new(Some(threshold as u64 + 1));
+        past.push(b"a", threshold, &budget).expect("file");
+        assert!(
+            in_file(&past),
+            "declared past the threshold: to its file at once"
+        );
+        assert_eq!(budget.held(), 0);
+        let mut within = Spool::new(Some(threshold as u64));
+        within.push(b"a", threshold, &budget).expect("memory");
+        let Store::Memory(bytes) = &within.store else {
+            panic!("declared within the threshold: in memory");
+        };
+        assert_eq!(bytes.capacity(), threshold, "its whole length at once");
+        assert_eq!(budget.held(), threshold - ALLOWANCE, "and charged for it");
+        assert_eq!(read_all(within), b"a");
+        assert_eq!(read_all(past), b"a");
+    }
+
+    #[test]
     fn a_zero_threshold_spools_every_body() {
         let budget = Budget::default();
-        let mut s = Spool::new();
+        let mut s = Spool::new(None);
         s.push(b"x", 0, &budget).expect("file");
         assert!(in_file(&s));
         assert_eq!(read_all(s), b"x");

@@ -429,7 +429,7 @@ impl Driver {
                         busy.at = Exchange::Body {
                             head,
                             decoder,
-                            body: Spool::new(),
+                            body: Spool::new(decoder.remaining()),
                             meter: Meter::new(cx.rules.body_rate),
                         };
                         Step::Progress
