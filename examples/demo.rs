@@ -220,7 +220,7 @@ fn stats_json(s: &Stats) -> String {
          \"waiting\": {}, \"reading\": {}, \"queued\": {}, \"writing\": {}, \"closing\": {}, \
          \"websockets\": {}, \"event_streams\": {}, \"upgraded\": {}, \"parked\": {}, \
          \"per_loop\": [{}], \"refused\": {{{}}}, \"panics\": {}, \"threads\": {}, \
-         \"memory_held\": {}, \"memory_budget\": {}}}\n",
+         \"memory_held\": {}, \"memory_budget\": {}, \"reads_paused\": {}}}\n",
         s.accepted,
         s.handled,
         s.requests,
@@ -240,6 +240,7 @@ fn stats_json(s: &Stats) -> String {
         s.threads,
         s.memory_held,
         s.memory_budget,
+        s.reads_paused,
     )
 }
 

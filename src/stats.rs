@@ -317,6 +317,7 @@ impl Counters {
             threads: threads as u64,
             memory_held: self.budget.held() as u64,
             memory_budget: self.budget.limit() as u64,
+            reads_paused: self.budget.reads_paused(),
         }
     }
 }
@@ -406,6 +407,9 @@ pub struct Stats {
     pub memory_held: u64,
     /// The memory budget (`memory_budget` on either builder).
     pub memory_budget: u64,
+    /// Times a WebSocket stopped reading its peer's input with fifteen sixteenths of the memory
+    /// budget held (it reads again once what is held falls to seven eighths).
+    pub reads_paused: u64,
 }
 
 impl Stats {

@@ -204,13 +204,15 @@ fn held_under_the_budget(flags: &[&str]) {
     }
     let stats = c.request("GET /stats", "").text();
     let dropped = json_number(&stats, "session_over_budget");
+    let paused = json_number(&stats, "reads_paused");
     let limit = BUDGET_MIB << 20;
     // The members, the sender, the uploaders, the fresh client and `c`.
     let connections = (SLOW_MEMBERS + UPLOADERS + 3) as u64;
     let allowed = baseline + limit + connections * WORKING_BYTES;
     eprintln!(
         "{flags:?}: baseline {} MiB, peak {} MiB, {sent} messages of 64 KiB broadcast, \
-         uploads {} ok / {} refused, {dropped} sessions dropped, slowest fresh client {slowest_fresh:?}",
+         uploads {} ok / {} refused, {dropped} sessions dropped, \
+         {paused} reads paused, slowest fresh client {slowest_fresh:?}",
         baseline >> 20,
         peak >> 20,
         ok.load(Ordering::Relaxed),
@@ -235,6 +237,10 @@ fn held_under_the_budget(flags: &[&str]) {
     assert!(
         dropped >= 1,
         "the slow members' queues outgrow 64 MiB: some are dropped ({stats})"
+    );
+    assert!(
+        paused >= 1,
+        "near the budget the member that sends stops being read for a while ({stats})"
     );
     assert_eq!(
         ok.load(Ordering::Relaxed) + refused.load(Ordering::Relaxed),

@@ -12,13 +12,16 @@
 //!   fits. When no session holds unsent data, the message goes anyway, so the budget can be
 //!   passed by at most one message per session that keeps up;
 //! - a response already made is never cut for the budget: its tail waits for its client
-//!   under the minimum rate, and counts.
+//!   under the minimum rate, and counts;
+//! - from [`PAUSE_AT`] sixteenths of the budget held, a WebSocket stops reading its input (TCP
+//!   back-pressure on its peer: a message read may be sent on to many) until what is held
+//!   falls to [`RESUME_AT`] sixteenths ([`Budget::may_read`]).
 //!
 //! [`Refusal::BodyOverBudget`]: crate::http::refusal::Refusal::BodyOverBudget
 //! [`Refusal::SessionOverBudget`]: crate::http::refusal::Refusal::SessionOverBudget
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -31,6 +34,15 @@ pub(crate) const DEFAULT_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
 /// write buffers, a working size every connection may have, so that small bodies and a queue
 /// that keeps up touch no counter shared by every thread. Only what grows past it is charged.
 pub(crate) const ALLOWANCE: usize = 16 * 1024;
+
+/// Sessions stop reading input once this share of the budget, in sixteenths, is held: before
+/// it is spent (a charge that does not fit is refused, so what is held seldom reaches the
+/// limit itself), as Envoy's overload actions start at a share of theirs.
+pub(crate) const PAUSE_AT: usize = 15;
+
+/// Input paused resumes once what is held falls to this share of the budget, in sixteenths:
+/// room for a few messages at once, so sessions do not pause and resume at every message.
+pub(crate) const RESUME_AT: usize = 14;
 
 /// How many sessions one message or event may drop to make room before it is refused.
 pub(crate) const DROPS_PER_MESSAGE: usize = 8;
@@ -79,6 +91,10 @@ struct Inner {
     held: AtomicUsize,
     bodies_refused: AtomicU64,
     sessions_dropped: AtomicU64,
+    /// Times a session stopped reading its input for the budget.
+    reads_paused: AtomicU64,
+    /// Sessions not reading their input now, to wake once there is room.
+    paused: AtomicUsize,
     /// Every session's send queue, to drop the one with the oldest unsent data.
     sessions: Mutex<Slab<Weak<dyn Queued>>>,
 }
@@ -90,12 +106,22 @@ pub(crate) trait Queued: Send + Sync {
     /// Drops the session: its queue is freed now (and counted), its connection closes on its
     /// next turn.
     fn shed(&self);
+    /// The budget has room again: a session that stopped reading for it is woken
+    /// ([`Budget::may_read`]). A session that never stops reading has nothing to do.
+    fn resume(&self) {}
 }
 
 /// A session's place in the budget's list; it leaves the list when dropped.
 pub(crate) struct Enlisted {
     budget: Budget,
     key: usize,
+}
+
+impl Enlisted {
+    /// The budget whose list this is on.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
 }
 
 impl Drop for Enlisted {
@@ -121,6 +147,8 @@ impl Budget {
             held: AtomicUsize::new(0),
             bodies_refused: AtomicU64::new(0),
             sessions_dropped: AtomicU64::new(0),
+            reads_paused: AtomicU64::new(0),
+            paused: AtomicUsize::new(0),
             sessions: Mutex::new(Slab::new()),
         }))
     }
@@ -157,6 +185,67 @@ impl Budget {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Whether a session (its `paused` mark) may read input, which may add to what is held:
+    /// not from [`PAUSE_AT`] sixteenths of the budget held, and then not until what is held
+    /// falls to [`RESUME_AT`] sixteenths; the session is then woken ([`Queued::resume`]) and
+    /// asks again.
+    pub(crate) fn may_read(&self, paused: &AtomicBool) -> bool {
+        if paused.load(SeqCst) {
+            if self.held() > self.resume_mark() {
+                return false;
+            }
+            self.unpause(paused);
+            return true;
+        }
+        if self.held() < self.share(PAUSE_AT) {
+            return true;
+        }
+        paused.store(true, SeqCst);
+        self.0.paused.fetch_add(1, SeqCst);
+        self.0.reads_paused.fetch_add(1, Relaxed);
+        // What was given back between the look above and the mark woke nobody: look again.
+        if self.held() <= self.resume_mark() {
+            self.unpause(paused);
+            return true;
+        }
+        false
+    }
+
+    /// Takes a session's `paused` mark off (once, whoever gets there first). True when it was on.
+    pub(crate) fn unpause(&self, paused: &AtomicBool) -> bool {
+        let was = paused.swap(false, SeqCst);
+        if was {
+            self.0.paused.fetch_sub(1, SeqCst);
+        }
+        was
+    }
+
+    /// True while what is held is above where paused input resumes.
+    pub(crate) fn has_paused_input(&self) -> bool {
+        self.held() > self.resume_mark()
+    }
+
+    fn resume_mark(&self) -> usize {
+        self.share(RESUME_AT)
+    }
+
+    /// `sixteenths` of the budget.
+    fn share(&self, sixteenths: usize) -> usize {
+        self.0.limit / 16 * sixteenths
+    }
+
+    /// Wakes every session that stopped reading (they look again at their next turn). The
+    /// queues are looked at after the list's lock is let go, as in [`Budget::shed_oldest`].
+    fn resume_all(&self) {
+        let queues: Vec<Arc<dyn Queued>> = {
+            let sessions = self.sessions();
+            sessions.iter().filter_map(|(_, q)| q.upgrade()).collect()
+        };
+        for q in &queues {
+            q.resume();
         }
     }
 
@@ -203,11 +292,19 @@ impl Budget {
             .fetch_update(Relaxed, Relaxed, |held| Some(held.saturating_add(n)));
     }
 
+    /// Gives `n` bytes back; when that brings what is held down to the mark, sessions that
+    /// stopped reading are woken. (Sequentially consistent, with [`Budget::may_read`]'s mark:
+    /// one of the two sees the other. On x86 a read-modify-write costs the same either way.)
     fn give(&self, n: usize) {
-        let _ = self
+        let before = self
             .0
             .held
-            .fetch_update(Relaxed, Relaxed, |held| Some(held.saturating_sub(n)));
+            .fetch_update(SeqCst, SeqCst, |held| Some(held.saturating_sub(n)))
+            .unwrap_or_else(|held| held);
+        let mark = self.resume_mark();
+        if before > mark && before.saturating_sub(n) <= mark && self.0.paused.load(SeqCst) > 0 {
+            self.resume_all();
+        }
     }
 
     /// A request that would need a body buffer was answered `503`.
@@ -218,6 +315,11 @@ impl Budget {
     /// A session was dropped to keep within the budget.
     pub(crate) fn session_dropped(&self) {
         self.0.sessions_dropped.fetch_add(1, Relaxed);
+    }
+
+    /// Times a session stopped reading its input for the budget, so far.
+    pub(crate) fn reads_paused(&self) -> u64 {
+        self.0.reads_paused.load(Relaxed)
     }
 
     /// `(bodies refused, sessions dropped)` so far.

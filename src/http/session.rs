@@ -116,6 +116,9 @@ pub(crate) enum Next {
         write: bool,
         deadline: Option<Instant>,
     },
+    /// Wait for a wake-up or the deadline, not the stream: the session reads no input for now
+    /// (the server's memory budget is spent) and has no output waiting.
+    Paused { deadline: Option<Instant> },
     /// Work is left after the turn's budget: run again after the others.
     Again,
     /// Callbacks are due: hand [`Session::take_work`] to the pool.

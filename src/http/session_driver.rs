@@ -66,7 +66,7 @@ impl SessionDriver {
                 driver.session.expire(io, now);
             }
             let next = driver.session.drive(io, now, callbacks);
-            if let Next::Wait { deadline, .. } = next {
+            if let Next::Wait { deadline, .. } | Next::Paused { deadline } = next {
                 driver.deadline = deadline;
             }
             next

@@ -81,20 +81,24 @@ impl Waiter {
         while matches!(rustix::io::read(self.wake_side(), &mut buf), Ok(n) if n > 0) {}
     }
 
-    /// Waits until `sock` is readable (writable with `write`), a wake-up, or `timeout`.
-    fn wait(&self, sock: BorrowedFd<'_>, write: bool, timeout: Option<Duration>) {
-        let flags = if write { PollFlags::OUT } else { PollFlags::IN };
+    /// Waits until a wake-up, `timeout`, or (`on`) the socket is readable (writable with
+    /// its `true`).
+    fn wait(&self, on: Option<(BorrowedFd<'_>, bool)>, timeout: Option<Duration>) {
         let timeout = timeout.map(|t| Timespec {
             tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(t.subsec_nanos()),
         });
-        let mut fds = [
-            PollFd::from_borrowed_fd(sock, flags),
-            PollFd::from_borrowed_fd(self.wake_side(), PollFlags::IN),
-        ];
+        let wake = PollFd::from_borrowed_fd(self.wake_side(), PollFlags::IN);
+        let (mut fds, n) = match on {
+            Some((sock, write)) => {
+                let flags = if write { PollFlags::OUT } else { PollFlags::IN };
+                ([wake, PollFd::from_borrowed_fd(sock, flags)], 2)
+            }
+            None => ([wake.clone(), wake], 1),
+        };
         // EINTR and the like: the caller drives the connection and waits again.
-        let _ = poll(&mut fds, timeout.as_ref());
-        if !fds[1].revents().is_empty() {
+        let _ = poll(&mut fds[..n], timeout.as_ref());
+        if !fds[0].revents().is_empty() {
             self.drain();
         }
     }
@@ -133,16 +137,14 @@ fn run_session(
             control.is_shutting_down(),
             Callbacks::Inline,
         );
-        let (write, deadline) = match next {
-            Next::Wait { write, deadline } => (write, deadline),
+        let (on, deadline) = match next {
+            Next::Wait { write, deadline } => (Some((socket.as_fd(), write)), deadline),
+            // Not the socket: its input would wake this thread at once, again and again.
+            Next::Paused { deadline } => (None, deadline),
             Next::Again => continue,
             Next::Close | Next::Dispatch | Next::Busy => break,
         };
-        waiter.wait(
-            socket.as_fd(),
-            write,
-            deadline.map(|d| d.saturating_duration_since(now)),
-        );
+        waiter.wait(on, deadline.map(|d| d.saturating_duration_since(now)));
     }
     driver.finish(Callbacks::Inline, &mut pools);
 }

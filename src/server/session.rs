@@ -92,7 +92,9 @@ pub(crate) fn drive<H: Handler>(
         Callbacks::Inline,
     );
     session.turn = match next {
-        Next::Wait { .. } => Turn::Wait,
+        // Paused: parked as any wait; input arriving meanwhile drives a turn that looks at
+        // the budget again and parks it again.
+        Next::Wait { .. } | Next::Paused { .. } => Turn::Wait,
         // The message budget ran out: the worker queues it behind the others.
         Next::Again => Turn::More,
         Next::Close | Next::Dispatch | Next::Busy => {

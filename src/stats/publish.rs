@@ -28,6 +28,7 @@ pub fn publish(stats: &Stats) {
     counter!("twinhttp_handled_total").absolute(stats.handled);
     counter!("twinhttp_requests_total").absolute(stats.requests);
     counter!("twinhttp_handler_panics_total").absolute(stats.panics);
+    counter!("twinhttp_reads_paused_total").absolute(stats.reads_paused);
     let gauges = [
         ("twinhttp_connections_active", stats.active),
         ("twinhttp_connections_waiting", stats.waiting),

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tungstenite::error::{Error as WsError, ProtocolError};
 use tungstenite::protocol::frame::coding::CloseCode;
@@ -27,6 +27,11 @@ pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 
 /// Messages read per step before other connections get their turn.
 const MESSAGE_BUDGET: u32 = 64;
+
+/// How long input waits near the memory budget before room is made for it: the sessions whose
+/// unsent data is oldest (peers reading slower than they are sent to) are dropped then, so a
+/// slow reader holds the others back this long at most.
+const PAUSE_GRACE: Duration = Duration::from_millis(100);
 
 /// The stream as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
 /// up to its size, however little tungstenite asks for per call), writes go straight out.
@@ -232,6 +237,8 @@ pub(crate) struct WsConn {
     /// The minimum rate of output while the peer does not take it all.
     rate: Option<MinRate>,
     sent: Meter,
+    /// Since when input has waited for room in the memory budget.
+    paused_since: Option<Instant>,
 }
 
 /// However the connection goes (an unwind included), its queue stops taking messages and
@@ -263,6 +270,7 @@ impl WsConn {
             on_close: OnClose::Due(None),
             rate,
             sent: Meter::new(rate),
+            paused_since: None,
         }
     }
 
@@ -339,6 +347,16 @@ impl WsConn {
             }
             if budget == 0 {
                 return Next::Again;
+            }
+            if let Some(until) = self.held_back(now) {
+                // Near the memory budget: the peer's input waits in the socket.
+                if self.calls.is_empty() && !self.sender.settle() {
+                    let deadline = self.closing_deadline().map_or(until, |d| d.min(until));
+                    return Next::Paused {
+                        deadline: Some(deadline),
+                    };
+                }
+                continue;
             }
             match self.ctx.read(io) {
                 Ok(msg) => {
@@ -429,6 +447,36 @@ impl WsConn {
             return None;
         }
         Some(calls)
+    }
+
+    /// Whether input waits for room in the memory budget, and until when. Past
+    /// [`PAUSE_GRACE`] room is made: the sessions whose unsent data is oldest are dropped (as
+    /// for a message that does not fit, at most `DROPS_PER_MESSAGE`); with none to drop, it
+    /// waits another grace.
+    fn held_back(&mut self, now: Instant) -> Option<Instant> {
+        if self.sender.may_read() {
+            self.paused_since = None;
+            return None;
+        }
+        let since = *self.paused_since.get_or_insert(now);
+        let until = deadline::after(since, PAUSE_GRACE).unwrap_or(since);
+        if now < until {
+            return Some(until);
+        }
+        if self.sender.make_room() {
+            self.paused_since = None;
+            return None;
+        }
+        self.paused_since = Some(now);
+        Some(deadline::after(now, PAUSE_GRACE).unwrap_or(now))
+    }
+
+    /// When the closing handshake times out, if it started.
+    fn closing_deadline(&self) -> Option<Instant> {
+        match self.life {
+            Life::Closing(until) => until,
+            _ => None,
+        }
     }
 
     /// Waits for the socket; `stalled`: output is blocked, and this is when its rate runs out.
@@ -551,7 +599,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::http::budget::Budget;
+    use crate::http::budget::{ALLOWANCE, Budget};
     use crate::http::session::memory::{Pipe, Wakes, waker};
     use crate::ws::SendError;
 
@@ -782,6 +830,122 @@ mod tests {
             Next::Close
         );
         assert_eq!(sender.send("x"), Err(SendError::Closed));
+    }
+
+    /// A WebSocket session on `budget` that echoes and logs into `calls`.
+    fn on_budget(
+        budget: &Budget,
+        calls: &Arc<Mutex<Vec<String>>>,
+        wakes: &Arc<Wakes>,
+    ) -> Box<dyn Session> {
+        let sender = WsSender::new(waker(wakes), 1 << 20, None, budget);
+        Box::new(WsConn::new(
+            Box::new(Echo(calls.clone())),
+            WsConfig::default(),
+            sender,
+            Instant::now(),
+            None,
+        ))
+    }
+
+    /// Near the memory budget (fifteen sixteenths held) the peer's input waits in the socket:
+    /// nothing is read (no message can be sent on to others) until what is held falls to seven
+    /// eighths of the budget; the connection is then woken, and reads.
+    #[test]
+    fn near_the_budget_input_waits_until_there_is_room() {
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 20));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = on_budget(&budget, &calls, &wakes);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        // Something else holds fifteen sixteenths of the budget.
+        let mut hog = budget.charge();
+        hog.hold(ALLOWANCE + (1 << 20) / 16 * 15);
+        client.send(&mut pipe, Message::text("one"));
+        let t0 = Instant::now();
+        let paused = Next::Paused {
+            deadline: Some(t0 + PAUSE_GRACE),
+        };
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline)),
+            paused
+        );
+        assert_eq!(log(&calls), ["open"], "the message is not read");
+        assert!(!pipe.input.is_empty(), "it waits in the socket");
+        assert_eq!(budget.reads_paused(), 1);
+        // Still above seven eighths: still paused, and nobody is woken.
+        let before = wakes.count();
+        hog.hold(ALLOWANCE + (1 << 20) / 8 * 7 + 1);
+        assert_eq!(wakes.count(), before);
+        let later = t0 + Duration::from_millis(1);
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, later, Callbacks::Inline)),
+            paused
+        );
+        // At seven eighths the paused connection is woken, and reads.
+        hog.hold(ALLOWANCE + (1 << 20) / 8 * 7);
+        assert_eq!(wakes.count(), before + 1, "woken once");
+        let idle = Next::Wait {
+            write: false,
+            deadline: None,
+        };
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, later, Callbacks::Inline)),
+            idle
+        );
+        assert_eq!(log(&calls), ["open", "message one"]);
+        assert_eq!(client.received(&mut pipe), vec![Message::text("one")]);
+        assert_eq!(budget.reads_paused(), 1, "paused once");
+    }
+
+    /// Input held back for the grace makes room: the session whose peer has left its data
+    /// unread the longest is dropped, and the input is read.
+    #[test]
+    fn past_the_grace_the_oldest_unsent_data_makes_room_for_input() {
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 20));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = on_budget(&budget, &calls, &wakes);
+        // A slow peer's queue holds half the budget, something else the rest up to 15/16.
+        let slow = WsSender::new(waker(&wakes), 1 << 20, None, &budget);
+        slow.send(vec![b'x'; ALLOWANCE + (1 << 19)])
+            .expect("room for it");
+        let mut hog = budget.charge();
+        hog.hold(ALLOWANCE + (1 << 20) / 16 * 15 - (1 << 19));
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        client.send(&mut pipe, Message::text("one"));
+        let t0 = Instant::now();
+        let first = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        assert!(matches!(first, Next::Paused { .. }), "{first:?}");
+        assert!(!slow.is_closed(), "not within the grace");
+        let due = t0 + PAUSE_GRACE;
+        let idle = Next::Wait {
+            write: false,
+            deadline: None,
+        };
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, due, Callbacks::Inline)),
+            idle
+        );
+        assert!(slow.is_closed(), "the slow peer's session is dropped");
+        assert_eq!(budget.refusals(), (0, 1));
+        assert_eq!(log(&calls), ["open", "message one"]);
+        // With no session to drop, input waits another grace.
+        hog.hold(ALLOWANCE + (1 << 20));
+        client.send(&mut pipe, Message::text("two"));
+        let again = due + PAUSE_GRACE;
+        let paused = pipe.io(&mut buf, |io| s.drive(io, due, Callbacks::Inline));
+        assert_eq!(
+            paused,
+            Next::Paused {
+                deadline: Some(again)
+            }
+        );
+        assert_eq!(
+            pipe.io(&mut buf, |io| s.drive(io, again, Callbacks::Inline)),
+            Next::Paused {
+                deadline: Some(again + PAUSE_GRACE)
+            }
+        );
+        assert_eq!(log(&calls), ["open", "message one"], "two waits");
     }
 
     /// The send queue's limit counts what the peer has not taken, also once the connection has

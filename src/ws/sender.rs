@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -83,8 +84,10 @@ struct SenderShared {
     waker: Box<dyn Wake>,
     limit: usize,
     peer: Option<Address>,
-    /// On the budget's list of sessions it may drop.
-    _enlisted: Enlisted,
+    /// On the budget's list of sessions it may drop (and wake).
+    enlisted: Enlisted,
+    /// The connection stopped reading its input while the budget was spent.
+    paused: AtomicBool,
 }
 
 impl Queued for SenderShared {
@@ -110,6 +113,13 @@ impl Queued for SenderShared {
         // Always: a connection waiting for its peer to take output does not look at its
         // queue, and the flag may say a wake-up is pending when none will come.
         self.waker.wake();
+    }
+
+    fn resume(&self) {
+        if self.enlisted.budget().unpause(&self.paused) {
+            // Always, as for `shed`: a paused connection waits for nothing else.
+            self.waker.wake();
+        }
     }
 }
 
@@ -155,7 +165,8 @@ impl WsSender {
                 waker,
                 limit,
                 peer,
-                _enlisted: budget.enlist(me),
+                enlisted: budget.enlist(me),
+                paused: AtomicBool::new(false),
             }
         });
         WsSender { shared }
@@ -274,6 +285,25 @@ impl WsSender {
         // What is left came after what the peer just took: the age of its oldest unsent data
         // starts now (if it is still over its allowance).
         q.over_since = (q.held.bytes() > 0).then(Instant::now);
+    }
+
+    /// Whether the connection may read its peer's input: not while the server's memory budget
+    /// is spent (a message read may be sent on to many); it is woken when there is room.
+    pub(crate) fn may_read(&self) -> bool {
+        self.shared.enlisted.budget().may_read(&self.shared.paused)
+    }
+
+    /// Drops the sessions whose unsent data is oldest until what is held falls to where paused
+    /// input resumes (at most [`budget::DROPS_PER_MESSAGE`]); true when the connection may
+    /// read.
+    pub(crate) fn make_room(&self) -> bool {
+        let budget = self.shared.enlisted.budget();
+        for _ in 0..budget::DROPS_PER_MESSAGE {
+            if !budget.has_paused_input() || !budget.shed_oldest() {
+                break;
+            }
+        }
+        self.may_read()
     }
 
     /// The engine is running this connection: pushes need not wake it.

@@ -73,6 +73,12 @@ impl Connection {
                 write,
                 deadline,
             },
+            // Neither readable nor writable matters: a wake-up or the deadline drives it.
+            session::Next::Paused { deadline } => Next::Wait {
+                read: false,
+                write: false,
+                deadline,
+            },
             session::Next::Again => Next::Again,
             session::Next::Dispatch => {
                 if let (Some(pool), Some(work)) = (cx.pool, driver.take_work()) {
