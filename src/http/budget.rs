@@ -205,12 +205,12 @@ impl Budget {
         }
         paused.store(true, SeqCst);
         self.0.paused.fetch_add(1, SeqCst);
-        self.0.reads_paused.fetch_add(1, Relaxed);
         // What was given back between the look above and the mark woke nobody: look again.
         if self.held() <= self.resume_mark() {
             self.unpause(paused);
             return true;
         }
+        self.0.reads_paused.fetch_add(1, Relaxed);
         false
     }
 
@@ -223,6 +223,12 @@ impl Budget {
         was
     }
 
+    /// Sessions not reading their input now.
+    #[cfg(test)]
+    pub(crate) fn paused_sessions(&self) -> usize {
+        self.0.paused.load(SeqCst)
+    }
+
     /// True while what is held is above where paused input resumes.
     pub(crate) fn has_paused_input(&self) -> bool {
         self.held() > self.resume_mark()
@@ -232,9 +238,12 @@ impl Budget {
         self.share(RESUME_AT)
     }
 
-    /// `sixteenths` of the budget.
+    /// `sixteenths` of the budget (of a budget under 16 bytes too).
     fn share(&self, sixteenths: usize) -> usize {
-        self.0.limit / 16 * sixteenths
+        match self.0.limit {
+            small @ 0..16 => small * sixteenths / 16,
+            limit => limit / 16 * sixteenths,
+        }
     }
 
     /// Wakes every session that stopped reading (they look again at their next turn). The
@@ -251,7 +260,8 @@ impl Budget {
 
     /// Bytes held now.
     pub(crate) fn held(&self) -> usize {
-        self.0.held.load(Relaxed)
+        // Sequentially consistent for `may_read`'s look after its mark (a plain load on x86).
+        self.0.held.load(SeqCst)
     }
 
     pub(crate) fn limit(&self) -> usize {

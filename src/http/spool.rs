@@ -36,7 +36,7 @@ enum Store {
 impl Spool {
     /// An empty body of `declared` bytes, if its head said: one declared past the threshold
     /// goes to its file from its first byte (never copied there from memory), one within it
-    /// takes its memory at once (never copied as it grows).
+    /// never takes more memory than its length.
     pub(crate) fn new(declared: Option<u64>) -> Spool {
         Spool {
             store: Store::Memory(Vec::new()),
@@ -57,12 +57,10 @@ impl Spool {
     ) -> io::Result<()> {
         match &mut self.store {
             Store::Memory(bytes) => {
-                let declared = self
+                let upto = self
                     .declared
-                    .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
-                if declared <= threshold
-                    && keep(bytes, payload, threshold, declared, &mut self.held, budget)
-                {
+                    .map_or(threshold, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                if upto <= threshold && keep(bytes, payload, upto, &mut self.held, budget) {
                     bytes.extend_from_slice(payload);
                     return Ok(());
                 }
@@ -73,7 +71,7 @@ impl Spool {
             }
             Store::File { file, pending } => {
                 let piece = threshold.min(PIECE);
-                if keep(pending, payload, piece, 0, &mut self.held, budget) {
+                if keep(pending, payload, piece, &mut self.held, budget) {
                     pending.extend_from_slice(payload);
                     return Ok(());
                 }
@@ -103,31 +101,37 @@ impl Spool {
     }
 }
 
-/// Whether `payload` may join `bytes` in memory: within `threshold`, and the capacity that
-/// takes within the budget (charged to `held` past the allowance, made when first needed).
-/// The capacity is `declared` (the whole body's, at once) or doubles, up to the threshold, as
-/// a `Vec`'s would.
+/// Whether `payload` may join `bytes` in memory: within `upto` (the threshold, or the body's
+/// declared length within it), and the capacity that takes within the budget (charged to
+/// `held` past the allowance, made when first needed). The capacity doubles from what the
+/// first payload needs, as a `Vec`'s would, never past `upto`: a client that declares a large
+/// body and sends a byte holds about twice what it sent, not its declared length. An
+/// allocation that fails sends the body to its file.
 fn keep(
     bytes: &mut Vec<u8>,
     payload: &[u8],
-    threshold: usize,
-    declared: usize,
+    upto: usize,
     held: &mut Option<Held>,
     budget: &Budget,
 ) -> bool {
     let need = bytes.len().saturating_add(payload.len());
-    if need > threshold {
+    if need > upto {
         return false;
     }
     let cap = bytes.capacity();
     if need <= cap {
         return true;
     }
-    let grown = need.max(declared).max(cap.saturating_mul(2).min(threshold));
+    let grown = cap.saturating_mul(2).max(need).min(upto);
     if grown > ALLOWANCE && !held.get_or_insert_with(|| budget.charge()).try_hold(grown) {
         return false;
     }
-    bytes.reserve_exact(grown - bytes.len());
+    if bytes.try_reserve_exact(grown - bytes.len()).is_err() {
+        if let Some(held) = held {
+            held.hold(cap);
+        }
+        return false;
+    }
     true
 }
 
@@ -266,13 +270,26 @@ mod tests {
         assert_eq!(budget.held(), 0);
         let mut within = Spool::new(Some(threshold as u64));
         within.push(b"a", threshold, &budget).expect("memory");
-        let Store::Memory(bytes) = &within.store else {
+        let Store::Memory(mem) = &within.store else {
             panic!("declared within the threshold: in memory");
         };
-        assert_eq!(bytes.capacity(), threshold, "its whole length at once");
-        assert_eq!(budget.held(), threshold - ALLOWANCE, "and charged for it");
+        assert_eq!(mem.capacity(), 1, "what it needs, not its length");
         assert_eq!(read_all(within), b"a");
         assert_eq!(read_all(past), b"a");
+        // Doubling, never past its declared length.
+        let length = ALLOWANCE * 3;
+        let mut grows = Spool::new(Some(length as u64));
+        grows
+            .push(&bytes(ALLOWANCE * 2, 0), threshold, &budget)
+            .expect("memory");
+        grows
+            .push(&bytes(1, 0), threshold, &budget)
+            .expect("memory");
+        let Store::Memory(held) = &grows.store else {
+            panic!("within the threshold: in memory");
+        };
+        assert_eq!(held.capacity(), length);
+        assert_eq!(budget.held(), length - ALLOWANCE);
     }
 
     #[test]

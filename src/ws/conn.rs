@@ -246,6 +246,7 @@ pub(crate) struct WsConn {
 impl Drop for WsConn {
     fn drop(&mut self) {
         self.sender.mark_closed();
+        self.sender.unpause();
     }
 }
 
@@ -351,9 +352,8 @@ impl WsConn {
             if let Some(until) = self.held_back(now) {
                 // Near the memory budget: the peer's input waits in the socket.
                 if self.calls.is_empty() && !self.sender.settle() {
-                    let deadline = self.closing_deadline().map_or(until, |d| d.min(until));
                     return Next::Paused {
-                        deadline: Some(deadline),
+                        deadline: Some(until),
                     };
                 }
                 continue;
@@ -412,7 +412,9 @@ impl WsConn {
             Life::Closing(Some(until)) if now >= until => self.end(),
             Life::Open => {
                 let idle = now.duration_since(self.last_rx);
-                if self.cfg.idle_timeout.is_some_and(|t| idle >= t) {
+                // Input held back near the budget is not the peer's idleness.
+                let held_back = self.paused_since.is_some();
+                if self.cfg.idle_timeout.is_some_and(|t| idle >= t) && !held_back {
                     let frame = close_frame(CloseCode::Away, "idle timeout");
                     self.start_close(io, Some(frame), now);
                 } else if self.cfg.ping_interval.is_some_and(|t| idle >= t) && !self.pinged {
@@ -454,6 +456,12 @@ impl WsConn {
     /// for a message that does not fit, at most `DROPS_PER_MESSAGE`); with none to drop, it
     /// waits another grace.
     fn held_back(&mut self, now: Instant) -> Option<Instant> {
+        // A closing connection reads its peer's close frame whatever is held.
+        if self.life != Life::Open {
+            self.sender.unpause();
+            self.paused_since = None;
+            return None;
+        }
         if self.sender.may_read() {
             self.paused_since = None;
             return None;
@@ -469,14 +477,6 @@ impl WsConn {
         }
         self.paused_since = Some(now);
         Some(deadline::after(now, PAUSE_GRACE).unwrap_or(now))
-    }
-
-    /// When the closing handshake times out, if it started.
-    fn closing_deadline(&self) -> Option<Instant> {
-        match self.life {
-            Life::Closing(until) => until,
-            _ => None,
-        }
     }
 
     /// Waits for the socket; `stalled`: output is blocked, and this is when its rate runs out.
@@ -946,6 +946,13 @@ mod tests {
             }
         );
         assert_eq!(log(&calls), ["open", "message one"], "two waits");
+        assert_eq!(budget.paused_sessions(), 1);
+        drop(s);
+        assert_eq!(
+            budget.paused_sessions(),
+            0,
+            "a connection gone is not paused"
+        );
     }
 
     /// The send queue's limit counts what the peer has not taken, also once the connection has

@@ -293,6 +293,11 @@ impl WsSender {
         self.shared.enlisted.budget().may_read(&self.shared.paused)
     }
 
+    /// The connection reads no more (it is going away): off the budget's paused count.
+    pub(crate) fn unpause(&self) {
+        self.shared.enlisted.budget().unpause(&self.shared.paused);
+    }
+
     /// Drops the sessions whose unsent data is oldest until what is held falls to where paused
     /// input resumes (at most [`budget::DROPS_PER_MESSAGE`]); true when the connection may
     /// read.
