@@ -122,6 +122,12 @@ impl Builder {
         both!(self, memory_budget(bytes))
     }
 
+    /// Shares the port with other processes (`SO_REUSEPORT`); off by default. See
+    /// [`server::Builder::reuse_port`](crate::reactor::Builder::reuse_port).
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        both!(self, reuse_port(on))
+    }
+
     /// Most connections open at once; past it a new one is answered `503`. Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
         both!(self, max_connections(n))

@@ -1,5 +1,6 @@
 //! A port in use is an error on every engine: the reactor's `SO_REUSEPORT` listeners must not
-//! silently join a listener another program (or another server in this process) already has.
+//! silently join a listener another program (or another server in this process) already has,
+//! unless every server on the port asks to share it (`reuse_port`).
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
@@ -95,4 +96,75 @@ fn a_second_reactor_does_not_share_the_first_ones_port() {
         assert_hi(first.local_addr());
     }
     first.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
+/// The engines this build has, as `twinhttp::Engine` values.
+fn engines() -> Vec<twinhttp::Engine> {
+    vec![
+        twinhttp::Engine::Reactor,
+        twinhttp::Engine::ReactorPool,
+        #[cfg(feature = "server")]
+        twinhttp::Engine::Server,
+    ]
+}
+
+/// One request with `Connection: close`; the body of the answer (which server it was).
+fn who(addr: std::net::SocketAddr) -> String {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut got = String::new();
+    c.read_to_string(&mut got).expect("read");
+    assert!(got.starts_with("HTTP/1.1 200 OK\r\n"), "{got}");
+    got.rsplit("\r\n\r\n").next().unwrap_or_default().to_owned()
+}
+
+/// `reuse_port(true)` on purpose: two servers (any engines) share one port and the kernel
+/// spreads new connections over both; once one stops, the other answers every connection.
+/// Without it on both, the second bind fails as before.
+#[test]
+fn servers_share_a_port_only_when_each_asks() {
+    for (a, b) in engines()
+        .into_iter()
+        .zip(engines().into_iter().cycle().skip(1))
+    {
+        let first = a
+            .builder()
+            .reuse_port(true)
+            .serve("127.0.0.1:0", |_: &mut Request<'_>| Response::text("first"))
+            .expect("first");
+        let addr = first.local_addr();
+        assert_in_use(
+            b.builder().serve(addr, hello),
+            &format!("{b:?} without reuse_port beside {a:?} with it"),
+        );
+        let second = b
+            .builder()
+            .reuse_port(true)
+            .serve(addr, |_: &mut Request<'_>| Response::text("second"))
+            .expect("second, sharing the port");
+        let answers: Vec<String> = (0..64).map(|_| who(addr)).collect();
+        for name in ["first", "second"] {
+            assert!(
+                answers.iter().any(|a| a == name),
+                "{a:?} + {b:?}: 64 connections, none to the {name}: {answers:?}"
+            );
+        }
+        first.shutdown(Duration::from_secs(5)).expect("shutdown");
+        for _ in 0..16 {
+            assert_eq!(who(addr), "second", "{a:?} + {b:?}: the one left");
+        }
+        second.shutdown(Duration::from_secs(5)).expect("shutdown");
+    }
+    // Nor does one with it join a listener bound without it.
+    let plain = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = plain.local_addr().expect("addr");
+    for e in engines() {
+        assert_in_use(
+            e.builder().reuse_port(true).serve(addr, hello),
+            &format!("{e:?} with reuse_port beside a plain listener"),
+        );
+    }
 }

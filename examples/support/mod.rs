@@ -42,6 +42,8 @@ pub struct Args {
     pub access_log: bool,
     /// `--memory-budget MIB`: the server's memory budget (default 256 MiB).
     pub memory_budget: Option<usize>,
+    /// `--reuse-port`: share the port with other processes (`SO_REUSEPORT`).
+    pub reuse_port: bool,
 }
 
 const USAGE: &str = "options: -h, --help (this text)
@@ -53,7 +55,8 @@ const USAGE: &str = "options: -h, --help (this text)
          --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
          --static DIR (app: the folder served under /static/)
          --access-log (a line per exchange, logged by default; RUST_LOG overrides)
-         --memory-budget MIB (bodies in memory, response tails, send queues; 256)";
+         --memory-budget MIB (bodies in memory, response tails, send queues; 256)
+         --reuse-port (share the port with other processes: SO_REUSEPORT)";
 
 impl Args {
     /// The options from the command line; `--help` prints them and exits 0, a bad one prints
@@ -80,6 +83,7 @@ impl Args {
             static_dir: None,
             access_log: false,
             memory_budget: None,
+            reuse_port: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -104,6 +108,7 @@ impl Args {
                 "--tls-key" => args.tls_key = Some(value()),
                 "--static" => args.static_dir = Some(value()),
                 "--access-log" => args.access_log = true,
+                "--reuse-port" => args.reuse_port = true,
                 "--memory-budget" => {
                     let mib = number(&value());
                     args.memory_budget = Some(
@@ -197,7 +202,9 @@ impl Args {
 
     /// `builder` with the options applied: the shared ones once, each engine's own to it.
     pub fn configure(&self, builder: Builder) -> Builder {
-        let mut b = builder.access_log(self.access_log);
+        let mut b = builder
+            .access_log(self.access_log)
+            .reuse_port(self.reuse_port);
         if let Some(bytes) = self.memory_budget {
             b = b.memory_budget(bytes);
         }

@@ -21,12 +21,23 @@ use socket2::{Domain, Protocol, Socket, Type};
 /// Listen backlog: large enough that a burst of connects is queued by the kernel, not refused.
 const BACKLOG: i32 = 1024;
 
-/// Binds a non-blocking listener with `SO_REUSEADDR` on the first address that works. The
-/// error names the last address tried.
-pub(crate) fn bind(addr: impl ToSocketAddrs) -> Result<TcpListener, Error> {
+/// Whether a port is shared with other processes (a builder's `share_port`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Port {
+    /// A port another socket listens on fails to bind ("address in use").
+    #[default]
+    Own,
+    /// `SO_REUSEPORT` (`SO_REUSEPORT_LB` on FreeBSD): listeners of other processes (of the
+    /// same user) on the port share its connections with these.
+    Shared,
+}
+
+/// Binds a non-blocking listener with `SO_REUSEADDR` (and `SO_REUSEPORT` when the port is
+/// [`Port::Shared`]) on the first address that works. The error names the last address tried.
+pub(crate) fn bind(addr: impl ToSocketAddrs, port: Port) -> Result<TcpListener, Error> {
     let mut last = None;
     for addr in resolve(addr)? {
-        match bind_one(addr) {
+        match bind_with(addr, port == Port::Shared) {
             Ok(l) => return Ok(l),
             Err(e) => last = Some(Error::bind(addr, e)),
         }
@@ -49,10 +60,6 @@ fn no_address() -> Error {
     )
 }
 
-fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    bind_with(addr, false)
-}
-
 /// Binds `n` listeners on one address with `SO_REUSEPORT`, so the kernel spreads new
 /// connections across them (one per event loop). Port 0 picks a port for all of them.
 ///
@@ -63,14 +70,15 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// `SO_REUSEPORT` would also let these listeners join one that another program (of the same
 /// user) already has on the port, and silently take part of its connections. So a named port is
 /// first bound without it: a port in use anywhere fails with "address in use", as a plain bind
-/// does.
+/// does — unless the port is [`Port::Shared`] on purpose.
 pub(crate) fn bind_reuse_port(
     addr: impl ToSocketAddrs,
     n: usize,
+    port: Port,
 ) -> Result<Vec<TcpListener>, Error> {
     let mut last = None;
     for addr in resolve(addr)? {
-        if addr.port() != 0 {
+        if addr.port() != 0 && port == Port::Own {
             if let Err(e) = probe_free(addr) {
                 last = Some(Error::bind(addr, e));
                 continue;

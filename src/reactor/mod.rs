@@ -40,6 +40,7 @@ use polling::Poller;
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
 use crate::http::budget::DEFAULT_MEMORY_BUDGET;
+use crate::net::Port;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -158,6 +159,8 @@ pub struct Builder {
     loops: usize,
     dispatch: Dispatch,
     accept: Accept,
+    /// Shared with other processes, or not ([`Builder::reuse_port`]).
+    port: Port,
     cfg: Config,
     /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
     stats: HandleSlot,
@@ -169,6 +172,7 @@ impl Default for Builder {
             loops: thread::available_parallelism().map_or(1, |n| n.get()),
             dispatch: Dispatch::Inline,
             accept: Accept::DEFAULT,
+            port: Port::Own,
             cfg: Config {
                 max_connections: 16_384,
                 header_read_timeout: Duration::from_secs(10),
@@ -255,6 +259,17 @@ impl Builder {
         self
     }
 
+    /// Shares the port with other processes (`SO_REUSEPORT`; `SO_REUSEPORT_LB` on FreeBSD):
+    /// several servers, of the same user, each bound with this, take turns at its new
+    /// connections (the kernel spreads them), so a new process can start serving before an old
+    /// one stops (the loops of one reactor share their port among themselves whatever this
+    /// says: [`accept`](Builder::accept)). Off by default: a port another socket listens on fails to bind with "address
+    /// in use". Deploying with it: `docs/deploying.md`.
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.port = if on { Port::Shared } else { Port::Own };
+        self
+    }
+
     /// The slowest a request body may arrive: slower, it is answered `408` and the connection
     /// closed. `None`: no minimum. Default: [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_request_body_rate(mut self, rate: Option<MinRate>) -> Self {
@@ -324,7 +339,7 @@ impl Builder {
     pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Reactor, Error> {
         let (listeners, shared_listener) = match self.accept {
             Accept::ReusePort => (
-                crate::net::bind_reuse_port(addr, self.loops)?
+                crate::net::bind_reuse_port(addr, self.loops, self.port)?
                     .into_iter()
                     .map(|l| Some(Listener::Tcp(l)))
                     .collect(),
@@ -332,7 +347,7 @@ impl Builder {
             ),
             Accept::Thread => (
                 (0..self.loops).map(|_| None).collect::<Vec<_>>(),
-                Some(Listener::Tcp(crate::net::bind(addr)?)),
+                Some(Listener::Tcp(crate::net::bind(addr, self.port)?)),
             ),
         };
         self.start(listeners, shared_listener, handler)

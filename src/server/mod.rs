@@ -43,6 +43,7 @@ use crate::engine::{Control, Running};
 use crate::http::access::Logging;
 use crate::http::budget::DEFAULT_MEMORY_BUDGET;
 use crate::http::driver::{Driver, Rules, Streams};
+use crate::net::Port;
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
@@ -110,6 +111,8 @@ pub struct Builder {
     park_linger: Duration,
     limits: Limits,
     memory_budget: usize,
+    /// Shared with other processes, or not ([`Builder::reuse_port`]).
+    port: Port,
     /// Plain, or TLS ([`Builder::tls`]).
     wrap: Wrap,
     access_log: Logging,
@@ -132,6 +135,7 @@ impl Default for Builder {
             park_linger: Duration::ZERO,
             limits: Limits::default(),
             memory_budget: DEFAULT_MEMORY_BUDGET,
+            port: Port::Own,
             wrap: Wrap::Plain,
             access_log: Logging::Off,
             stats: HandleSlot::default(),
@@ -198,6 +202,16 @@ impl Builder {
     /// no budget. Default: 256 MiB.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = bytes;
+        self
+    }
+
+    /// Shares the port with other processes (`SO_REUSEPORT`; `SO_REUSEPORT_LB` on FreeBSD):
+    /// several servers, of the same user, each bound with this, take turns at its new
+    /// connections (the kernel spreads them), so a new process can start serving before an old
+    /// one stops. Off by default: a port another socket listens on fails to bind with "address
+    /// in use". Deploying with it: `docs/deploying.md`.
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.port = if on { Port::Shared } else { Port::Own };
         self
     }
 
@@ -271,7 +285,7 @@ impl Builder {
     ///
     /// When the address cannot be bound or a thread or poller cannot be created.
     pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Server, Error> {
-        let listener = crate::net::bind(addr)?;
+        let listener = crate::net::bind(addr, self.port)?;
         self.serve_listener(listener, handler)
     }
 
