@@ -55,11 +55,7 @@ fn main() {
     // the running server is one type.
     let engine: Engine = args.engine();
     let builder = args.configure(engine.builder().idle_timeout(Duration::from_secs(60)));
-    let running = match &args.unix {
-        Some(path) => builder.serve_unix(path, hello),
-        None => builder.serve(&*args.addr, hello),
-    }
-    .unwrap_or_else(|e| {
+    let running = args.start(builder, hello).unwrap_or_else(|e| {
         eprintln!("error: {e}"); // names the address
         std::process::exit(1)
     });

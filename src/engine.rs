@@ -250,6 +250,7 @@ impl Running {
         wakers: Vec<Arc<Poller>>,
         threads: Vec<JoinHandle<()>>,
     ) -> Self {
+        crate::systemd::ready();
         Running {
             address,
             handle: ShutdownHandle { control, wakers },
@@ -298,6 +299,7 @@ pub struct ShutdownHandle {
 impl ShutdownHandle {
     /// Begins the shutdown; returns at once.
     pub fn shutdown(&self) {
+        crate::systemd::stopping();
         self.control.shutting_down.store(true, Ordering::Release);
         for w in &self.wakers {
             let _ = w.notify();

@@ -137,6 +137,11 @@ pub mod ws;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
+#[cfg(feature = "systemd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "systemd")))]
+pub mod systemd;
+#[cfg(not(feature = "systemd"))]
+mod systemd;
 
 /// TLS (feature `tls`): rustls, re-exported so that its version is this crate's, and a
 /// configuration from PEM files. Serve it with `.tls(config)` on either builder.

@@ -44,6 +44,8 @@ pub struct Args {
     pub memory_budget: Option<usize>,
     /// `--reuse-port`: share the port with other processes (`SO_REUSEPORT`).
     pub reuse_port: bool,
+    /// `--systemd`: serve on the socket systemd passed (feature `systemd`).
+    pub systemd: bool,
 }
 
 const USAGE: &str = "options: -h, --help (this text)
@@ -56,7 +58,8 @@ const USAGE: &str = "options: -h, --help (this text)
          --static DIR (app: the folder served under /static/)
          --access-log (a line per exchange, logged by default; RUST_LOG overrides)
          --memory-budget MIB (bodies in memory, response tails, send queues; 256)
-         --reuse-port (share the port with other processes: SO_REUSEPORT)";
+         --reuse-port (share the port with other processes: SO_REUSEPORT)
+         --systemd (serve on the socket systemd passed; feature systemd)";
 
 impl Args {
     /// The options from the command line; `--help` prints them and exits 0, a bad one prints
@@ -84,6 +87,7 @@ impl Args {
             access_log: false,
             memory_budget: None,
             reuse_port: false,
+            systemd: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -109,6 +113,7 @@ impl Args {
                 "--static" => args.static_dir = Some(value()),
                 "--access-log" => args.access_log = true,
                 "--reuse-port" => args.reuse_port = true,
+                "--systemd" => args.systemd = true,
                 "--memory-budget" => {
                     let mib = number(&value());
                     args.memory_budget = Some(
@@ -254,11 +259,7 @@ impl Args {
     pub fn serve_with<H: Handler>(&self, make: impl FnOnce(StatsHandle) -> H) -> Running {
         let mut builder = self.configure(self.engine().builder());
         let handler = make(builder.stats_handle());
-        let running = match &self.unix {
-            Some(path) => builder.serve_unix(path, handler),
-            None => builder.serve(&*self.addr, handler),
-        };
-        running.unwrap_or_else(|e| {
+        self.start(builder, handler).unwrap_or_else(|e| {
             eprintln!("error: {e}"); // names the address: "cannot bind 127.0.0.1:8080: ..."
             std::process::exit(1)
         })
@@ -316,6 +317,41 @@ impl Signals {
 }
 
 /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
+impl Args {
+    /// Starts `builder` serving `handler` where the options say: the socket systemd passed
+    /// (`--systemd`), a Unix socket (`--unix`), or `--addr`.
+    pub fn start<H: Handler>(
+        &self,
+        builder: Builder,
+        handler: H,
+    ) -> Result<Running, twinhttp::Error> {
+        if self.systemd {
+            return serve_passed(builder, handler);
+        }
+        match &self.unix {
+            Some(path) => builder.serve_unix(path, handler),
+            None => builder.serve(&*self.addr, handler),
+        }
+    }
+}
+
+/// Serves on the first socket systemd passed.
+#[cfg(feature = "systemd")]
+fn serve_passed<H: Handler>(builder: Builder, handler: H) -> Result<Running, twinhttp::Error> {
+    let mut passed = twinhttp::systemd::listeners()?;
+    if passed.is_empty() {
+        usage(
+            "--systemd: no socket was passed (LISTEN_FDS): run under systemd or systemd-socket-activate",
+        );
+    }
+    builder.serve_listener(passed.swap_remove(0), handler)
+}
+
+#[cfg(not(feature = "systemd"))]
+fn serve_passed<H: Handler>(_: Builder, _: H) -> Result<Running, twinhttp::Error> {
+    usage("--systemd needs the feature: --features systemd")
+}
+
 pub fn url(running: &Running, tls: bool) -> String {
     match running.address() {
         twinhttp::Address::Tcp(a) if tls => format!("https://{a}"),
