@@ -5,9 +5,10 @@
 #[path = "../examples/support/child.rs"]
 #[allow(dead_code)]
 mod child;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,15 +17,10 @@ use rustix::process::{Pid, Signal, kill_process};
 
 /// One `GET /` with `Connection: close` to `addr`; the body of the answer.
 fn hello_at(addr: &str) -> String {
-    let mut c = TcpStream::connect(addr).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .expect("send");
-    let mut got = String::new();
-    c.read_to_string(&mut got).expect("read");
-    assert!(got.starts_with("HTTP/1.1 200 OK\r\n"), "{got}");
-    got.rsplit("\r\n\r\n").next().unwrap_or_default().to_owned()
+    let addr = addr.parse().expect("an address");
+    let r = support::Client::new(addr).request("GET /", "Connection: close\r\n");
+    assert_eq!(r.status, 200);
+    r.text()
 }
 
 /// Waits (polled: a child's exit raises no event here) for `child` to exit, within `limit`.
