@@ -5,7 +5,8 @@
 //!
 //! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work;
 //! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call); `GET /ws` → a
-//! WebSocket echo (for the idle-connection bench).
+//! WebSocket echo (for the idle-connection bench); `GET /client` → the client's address and
+//! scheme as the server sees them (behind a proxy: `--proxy-protocol`, `--trusted-proxy`).
 
 mod support;
 
@@ -17,6 +18,12 @@ use twinhttp::{Engine, Request, Response};
 fn hello(req: &mut Request<'_>) -> Response {
     match req.path() {
         "/" => Response::text("Hello, World!"),
+        "/client" => {
+            let ip = req
+                .client_ip()
+                .map_or_else(|| "-".to_owned(), |ip| ip.to_string());
+            Response::text(format!("{ip} {}\n", req.scheme()))
+        }
         "/cpu" => {
             let us = number(req, "us").unwrap_or(100);
             let until = Instant::now() + Duration::from_micros(us);

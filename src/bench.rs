@@ -87,6 +87,7 @@ impl Default for Pipeline {
             body_rate: None,
             response_rate: None,
             streams: None,
+            relay: Default::default(),
         };
         Pipeline {
             driver: Driver::new(Logging::Off, None, Instant::now(), &rules),

@@ -122,6 +122,18 @@ impl Builder {
         both!(self, memory_budget(bytes))
     }
 
+    /// Requires a PROXY protocol header at the start of every connection; off by default. See
+    /// [`server::Builder::proxy_protocol`](crate::reactor::Builder::proxy_protocol).
+    pub fn proxy_protocol(mut self, on: bool) -> Self {
+        both!(self, proxy_protocol(on))
+    }
+
+    /// The proxies whose forwarded headers are believed; nobody by default. See
+    /// [`server::Builder::trusted_proxies`](crate::reactor::Builder::trusted_proxies).
+    pub fn trusted_proxies(mut self, trusted: crate::TrustedProxies) -> Self {
+        both!(self, trusted_proxies(trusted))
+    }
+
     /// Shares the port with other processes (`SO_REUSEPORT`); off by default. See
     /// [`server::Builder::reuse_port`](crate::reactor::Builder::reuse_port).
     pub fn reuse_port(mut self, on: bool) -> Self {

@@ -169,8 +169,11 @@ pub use choice::{Builder, Engine, Running};
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::{Handler, Streaming, handler_fn, streaming};
+pub use http::origin::{Scheme, TrustedProxies, TrustedProxiesError};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};
+/// A network of IP addresses (`10.0.0.0/8`), as [`TrustedProxies`] takes it: `ipnet`'s.
+pub use ipnet::IpNet;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use json::{JsonError, JsonErrorKind};

@@ -55,6 +55,12 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     /// peer a clean end from a cut one (TLS: `close_notify`) must not end it cleanly. A plain
     /// socket cannot tell; nothing to do.
     fn abort(&mut self) {}
+
+    /// The client's address as a proxy in front reported it at the start of the stream (the
+    /// PROXY protocol, when the engine reads it): `None` for a stream without such a report.
+    fn proxied_source(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 impl Transport for TcpStream {
@@ -123,5 +129,8 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn abort(&mut self) {
         (**self).abort()
+    }
+    fn proxied_source(&self) -> Option<std::net::SocketAddr> {
+        (**self).proxied_source()
     }
 }

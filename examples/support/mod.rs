@@ -46,6 +46,11 @@ pub struct Args {
     pub reuse_port: bool,
     /// `--systemd`: serve on the socket systemd passed (feature `systemd`).
     pub systemd: bool,
+    /// `--proxy-protocol`: every connection begins with a PROXY protocol header (v1 or v2).
+    pub proxy_protocol: bool,
+    /// `--trusted-proxy CIDR` (repeated, or comma-separated; `unix` for Unix socket peers):
+    /// the proxies whose forwarded headers are believed.
+    pub trusted_proxies: twinhttp::TrustedProxies,
 }
 
 const USAGE: &str = "options: -h, --help (this text)
@@ -59,7 +64,9 @@ const USAGE: &str = "options: -h, --help (this text)
          --access-log (a line per exchange, logged by default; RUST_LOG overrides)
          --memory-budget MIB (bodies in memory, response tails, send queues; 256)
          --reuse-port (share the port with other processes: SO_REUSEPORT)
-         --systemd (serve on the socket systemd passed; feature systemd)";
+         --systemd (serve on the socket systemd passed; feature systemd)
+         --proxy-protocol (connections begin with a PROXY protocol header, v1 or v2)
+         --trusted-proxy CIDR (believe its Forwarded / X-Forwarded-*; repeat; `unix`)";
 
 impl Args {
     /// The options from the command line; `--help` prints them and exits 0, a bad one prints
@@ -88,7 +95,10 @@ impl Args {
             memory_budget: None,
             reuse_port: false,
             systemd: false,
+            proxy_protocol: false,
+            trusted_proxies: twinhttp::TrustedProxies::new(),
         };
+        let mut trusted = String::new();
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
             let mut value = || {
@@ -114,6 +124,11 @@ impl Args {
                 "--access-log" => args.access_log = true,
                 "--reuse-port" => args.reuse_port = true,
                 "--systemd" => args.systemd = true,
+                "--proxy-protocol" => args.proxy_protocol = true,
+                "--trusted-proxy" => {
+                    trusted.push_str(&value());
+                    trusted.push(',');
+                }
                 "--memory-budget" => {
                     let mib = number(&value());
                     args.memory_budget = Some(
@@ -125,6 +140,9 @@ impl Args {
                 other => usage(&format!("unknown option {other}")),
             }
         }
+        args.trusted_proxies = trusted
+            .parse()
+            .unwrap_or_else(|e| usage(&format!("--trusted-proxy: {e}")));
         if !matches!(args.engine.as_str(), "server" | "reactor") {
             usage("--engine is server or reactor");
         }
@@ -209,7 +227,9 @@ impl Args {
     pub fn configure(&self, builder: Builder) -> Builder {
         let mut b = builder
             .access_log(self.access_log)
-            .reuse_port(self.reuse_port);
+            .reuse_port(self.reuse_port)
+            .proxy_protocol(self.proxy_protocol)
+            .trusted_proxies(self.trusted_proxies.clone());
         if let Some(bytes) = self.memory_budget {
             b = b.memory_budget(bytes);
         }

@@ -165,6 +165,7 @@ impl<'a> Run<'a> {
             body_rate: Some(crate::MinRate::default()),
             response_rate: Some(crate::MinRate::default()),
             streams: None,
+            relay: Default::default(),
         };
         let driver = Driver::new(Logging::Off, None, now, &rules);
         Run {

@@ -10,6 +10,7 @@
 //! Off (the default), a connection's log is one empty variant: no allocation, no clock.
 
 use std::fmt::Write;
+use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::http::address::Address;
@@ -46,6 +47,8 @@ pub(crate) enum AccessLog {
 #[derive(Debug)]
 pub(crate) struct Entry {
     peer: Option<Address>,
+    /// The exchange's client, when a proxy in front reported it: logged instead of the peer.
+    client: Option<IpAddr>,
     /// `METHOD TARGET VERSION`; empty when no head was read for this exchange (an error
     /// answered to a malformed head is logged as `"-"`).
     line: String,
@@ -58,6 +61,7 @@ impl AccessLog {
     pub(crate) fn on(peer: Option<Address>) -> Self {
         AccessLog::On(Box::new(Entry {
             peer,
+            client: None,
             line: String::new(),
             started: None,
             status: 0,
@@ -69,6 +73,7 @@ impl AccessLog {
     pub(crate) fn head(&mut self, head: &RequestHead) {
         if let AccessLog::On(e) = self {
             e.line.clear();
+            e.client = None;
             let version = match head.version {
                 Version::Http10 => "HTTP/1.0",
                 Version::Http11 => "HTTP/1.1",
@@ -80,6 +85,14 @@ impl AccessLog {
             e.line.push_str(version);
             e.started = Some(Instant::now());
             e.status = 0;
+        }
+    }
+
+    /// The exchange's client, as a proxy in front reported it (`None`: the peer).
+    #[inline]
+    pub(crate) fn client(&mut self, client: Option<IpAddr>) {
+        if let AccessLog::On(e) = self {
+            e.client = client;
         }
     }
 
@@ -133,6 +146,10 @@ impl Entry {
             0 => 499,
             status => status,
         };
+        if let Some(client) = self.client {
+            log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms");
+            return;
+        }
         match &self.peer {
             Some(peer) => {
                 log::info!(target: TARGET, "{peer} \"{line}\" {status} {bytes} {ms:.2}ms")

@@ -8,6 +8,7 @@ use crate::http::address::Address;
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
 use crate::http::date::append_date;
+use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
 use crate::http::request::{BodyFraming, RequestHead, Version};
@@ -169,6 +170,11 @@ impl Conn {
 
     pub(crate) fn state(&self) -> State {
         self.state
+    }
+
+    /// The request just read comes from `origin` (the access log names its client).
+    pub(crate) fn located(&mut self, origin: &Origin) {
+        self.access.client(origin.reported);
     }
 
     /// Tries to parse a request head from the front of `buf`. On success the head's bytes are

@@ -13,6 +13,7 @@ pub(crate) mod driver;
 pub(crate) mod due;
 pub(crate) mod file;
 pub(crate) mod linger;
+pub(crate) mod origin;
 pub(crate) mod parse;
 pub(crate) mod percent;
 pub(crate) mod pools;

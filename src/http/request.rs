@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::io::{self, Read};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::http::address::Address;
+use crate::http::origin::{Origin, Scheme};
 
 /// Path parameters a handler in front of the one that answers matched for it (a
 /// [`Router`](crate::Router)'s): names borrowed from the routes, values from the request's path.
@@ -79,6 +80,8 @@ pub(crate) struct RequestHead {
     pub(crate) conn_keep_alive: bool,
     pub(crate) conn_upgrade: bool,
     pub(crate) expect_continue: bool,
+    /// Who the request comes from, behind proxies (set when the head is whole).
+    pub(crate) origin: Origin,
 }
 
 impl RequestHead {
@@ -157,7 +160,7 @@ impl RequestHead {
             .and_then(|v| std::str::from_utf8(v).ok())
     }
 
-    pub(crate) fn headers_raw(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    pub(crate) fn headers_raw(&self) -> impl DoubleEndedIterator<Item = (&str, &[u8])> {
         self.headers
             .iter()
             .map(|&(n, v)| (self.str(n), v.get(&self.buf)))
@@ -349,7 +352,8 @@ impl<'a> Request<'a> {
         }
     }
 
-    /// The peer's address, TCP or Unix, when the engine knows it.
+    /// The peer's address, TCP or Unix, when the engine knows it: the socket's other end
+    /// (behind a proxy, the proxy; the client is [`Request::client_ip`]).
     pub fn peer(&self) -> Option<&'a Address> {
         self.peer
     }
@@ -358,6 +362,23 @@ impl<'a> Request<'a> {
     /// [`Request::peer`]).
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer.and_then(Address::tcp)
+    }
+
+    /// The client's IP address: the one a PROXY protocol header reported (with the engine's
+    /// `proxy_protocol` on), or the one the forwarded headers of a trusted proxy name
+    /// (`trusted_proxies`), or else the peer's. `None` for a peer on a Unix domain socket that
+    /// no proxy reported a client for.
+    pub fn client_ip(&self) -> Option<IpAddr> {
+        self.head
+            .origin
+            .reported
+            .or_else(|| self.peer_addr().map(|a| a.ip()))
+    }
+
+    /// The scheme the client used: `https` over TLS, or as a trusted proxy's `Forwarded`
+    /// (`proto=`) or `X-Forwarded-Proto` says; otherwise `http`.
+    pub fn scheme(&self) -> Scheme {
+        self.head.origin.scheme
     }
 
     /// The body, to read. Reading past a body limit or a malformed chunk returns an error of kind

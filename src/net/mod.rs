@@ -3,6 +3,7 @@
 
 pub(crate) mod acceptor;
 pub(crate) mod io;
+pub(crate) mod proxied;
 pub(crate) mod sys;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;

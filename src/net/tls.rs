@@ -203,6 +203,10 @@ impl<T: Transport> Transport for TlsStream<T> {
     fn buffered_input(&self) -> bool {
         self.plaintext > 0
     }
+
+    fn proxied_source(&self) -> Option<std::net::SocketAddr> {
+        self.inner.proxied_source()
+    }
 }
 
 /// How accepted connections are wrapped before an engine serves them.

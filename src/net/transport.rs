@@ -10,6 +10,7 @@ use std::os::unix::net::UnixListener;
 use std::path::Path;
 
 pub use crate::http::address::Address;
+use crate::http::origin::{Relay, Scheme, TrustedProxies};
 pub(crate) use crate::transport::Stream;
 pub use crate::transport::Transport;
 
@@ -17,9 +18,27 @@ pub use crate::transport::Transport;
 pub(crate) const UNSPECIFIED: std::net::SocketAddr =
     std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
 
-/// What an engine does to a connection it accepted before serving it: nothing, or TLS.
+/// What an engine does to a connection it accepted before serving it: read a PROXY protocol
+/// header first, or not; then serve it plain, or over TLS.
 #[derive(Clone, Debug, Default)]
-pub(crate) enum Wrap {
+pub(crate) struct Wrap {
+    pub(crate) preface: Preface,
+    pub(crate) security: Security,
+}
+
+/// What a connection begins with, before its own bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Preface {
+    /// Nothing: HTTP (or TLS) from the first byte.
+    #[default]
+    None,
+    /// A PROXY protocol header (version 1 or 2), required.
+    ProxyProtocol,
+}
+
+/// Plain, or TLS.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Security {
     #[default]
     Plain,
     #[cfg(feature = "tls")]
@@ -29,10 +48,14 @@ pub(crate) enum Wrap {
 impl Wrap {
     /// An admitted connection, ready to serve; `None` (logged) when it cannot be wrapped.
     pub(crate) fn serve(&self, stream: Stream) -> Option<Stream> {
-        match self {
-            Wrap::Plain => Some(stream),
+        let stream = match self.preface {
+            Preface::None => stream,
+            Preface::ProxyProtocol => Box::new(super::proxied::Proxied::new(stream)),
+        };
+        match &self.security {
+            Security::Plain => Some(stream),
             #[cfg(feature = "tls")]
-            Wrap::Tls(tls) => match tls.wrap(stream) {
+            Security::Tls(tls) => match tls.wrap(stream) {
                 Ok(stream) => Some(stream),
                 Err(e) => {
                     log::warn!("tls: {e}");
@@ -42,13 +65,27 @@ impl Wrap {
         }
     }
 
+    /// How the driver finds a request's client and scheme on these connections, believing the
+    /// forwarded headers of `trusted` proxies.
+    pub(crate) fn relay(&self, trusted: &TrustedProxies) -> Relay {
+        Relay {
+            proxy_protocol: self.preface == Preface::ProxyProtocol,
+            trusted: trusted.clone(),
+            scheme: match self.security {
+                Security::Plain => Scheme::Http,
+                #[cfg(feature = "tls")]
+                Security::Tls(_) => Scheme::Https,
+            },
+        }
+    }
+
     /// A connection over the open-connection limit: a plain one is answered `503`; a TLS one
     /// is closed (answering would cost a handshake, the very work the limit sheds).
     pub(crate) fn refuse(&self, mut stream: Stream) {
-        match self {
-            Wrap::Plain => super::refuse(&mut *stream),
+        match self.security {
+            Security::Plain => super::refuse(&mut *stream),
             #[cfg(feature = "tls")]
-            Wrap::Tls(_) => drop(stream),
+            Security::Tls(_) => drop(stream),
         }
     }
 }

@@ -40,9 +40,10 @@ use polling::Poller;
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
 use crate::http::budget::DEFAULT_MEMORY_BUDGET;
+use crate::http::origin::TrustedProxies;
 use crate::net::Port;
 use crate::net::acceptor::Acceptor;
-use crate::net::transport::{Address, Listener, UNSPECIFIED, Wrap};
+use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 use inbox::Inbox;
@@ -99,8 +100,11 @@ pub(crate) struct Config {
     pub(crate) min_response_rate: Option<MinRate>,
     pub(crate) limits: Limits,
     pub(crate) memory_budget: usize,
-    /// Plain, or TLS ([`Builder::tls`]).
+    /// A PROXY protocol header or not ([`Builder::proxy_protocol`]); plain, or TLS
+    /// ([`Builder::tls`]).
     pub(crate) wrap: Wrap,
+    /// Whose forwarded headers are believed ([`Builder::trusted_proxies`]).
+    pub(crate) trusted_proxies: TrustedProxies,
     pub(crate) access_log: Logging,
     /// Inline handler calls that hold a loop longer than this are counted and warned of.
     pub(crate) blocking_warning: Option<Duration>,
@@ -117,6 +121,7 @@ impl Config {
             response_rate: self.min_response_rate,
             // An event loop cannot wait on a socket for a handler: every body is read whole.
             streams: None,
+            relay: self.wrap.relay(&self.trusted_proxies),
         }
     }
 }
@@ -181,7 +186,8 @@ impl Default for Builder {
                 min_response_rate: Some(MinRate::default()),
                 limits: Limits::default(),
                 memory_budget: DEFAULT_MEMORY_BUDGET,
-                wrap: Wrap::Plain,
+                wrap: Wrap::default(),
+                trusted_proxies: TrustedProxies::new(),
                 access_log: Logging::Off,
                 blocking_warning: Some(Duration::from_millis(100)),
             },
@@ -229,7 +235,34 @@ impl Builder {
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
-        self.cfg.wrap = Wrap::Tls(crate::net::tls::Tls(config));
+        self.cfg.wrap.security = crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
+        self
+    }
+
+    /// Requires a PROXY protocol header (version 1 or 2, as HAProxy's `send-proxy-v2` and
+    /// nginx's `proxy_protocol on` send) at the start of every connection, before TLS: the
+    /// client it names is [`Request::client_ip`](crate::Request::client_ip) and the access
+    /// log's first field. It is read in the connection's first non-blocking reads, under the
+    /// header-read deadline; a connection that does not begin with a well-formed header is
+    /// closed before any of its bytes is served. Turn it on only behind a proxy that sends it:
+    /// anyone who can connect could otherwise claim any address. Default: off.
+    pub fn proxy_protocol(mut self, on: bool) -> Self {
+        self.cfg.wrap.preface = if on {
+            Preface::ProxyProtocol
+        } else {
+            Preface::None
+        };
+        self
+    }
+
+    /// The proxies whose forwarded headers (`Forwarded`, `X-Forwarded-For`,
+    /// `X-Forwarded-Proto`) are believed: a request from one of them (its peer, or the client
+    /// its PROXY protocol header named) gets its client and scheme from them
+    /// ([`Request::client_ip`](crate::Request::client_ip),
+    /// [`Request::scheme`](crate::Request::scheme), the access log). From anyone else they
+    /// are ignored. Default: nobody.
+    pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
+        self.cfg.trusted_proxies = trusted;
         self
     }
 

@@ -88,6 +88,10 @@ pub struct Config {
     /// Serve TLS with this configuration (feature `tls`).
     #[cfg(feature = "tls")]
     pub tls: Option<std::sync::Arc<twinhttp::tls::rustls::ServerConfig>>,
+    /// Require a PROXY protocol header on every connection.
+    pub proxy_protocol: bool,
+    /// Believe these proxies' forwarded headers.
+    pub trusted_proxies: twinhttp::TrustedProxies,
 }
 
 impl Default for Config {
@@ -103,6 +107,8 @@ impl Default for Config {
             access_log: false,
             #[cfg(feature = "tls")]
             tls: None,
+            proxy_protocol: false,
+            trusted_proxies: twinhttp::TrustedProxies::new(),
         }
     }
 }
@@ -200,6 +206,8 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
                 .access_log(cfg.access_log)
+                .proxy_protocol(cfg.proxy_protocol)
+                .trusted_proxies(cfg.trusted_proxies.clone())
                 .parking(match engine {
                     Engine::Server => twinhttp::server::Parking::All,
                     _ => twinhttp::server::Parking::Off,
@@ -229,7 +237,9 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .min_request_body_rate(cfg.body_rate)
                 .min_response_rate(cfg.response_rate)
                 .limits(cfg.limits)
-                .access_log(cfg.access_log);
+                .access_log(cfg.access_log)
+                .proxy_protocol(cfg.proxy_protocol)
+                .trusted_proxies(cfg.trusted_proxies.clone());
             #[cfg(feature = "tls")]
             let b = match cfg.tls.clone() {
                 Some(config) => b.tls(config),

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::MinRate;
 use crate::http::budget::Budget;
+use crate::http::origin::Relay;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
@@ -29,6 +30,8 @@ pub(crate) trait Io: Read + Write {
     /// Sends up to `len` bytes of `file` (from its position) without copying them through the
     /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
+    /// The client a PROXY protocol header at the start of the stream named, once read.
+    fn proxied_source(&self) -> Option<std::net::SocketAddr>;
 }
 
 impl<T: Transport + ?Sized> Io for T {
@@ -46,6 +49,9 @@ impl<T: Transport + ?Sized> Io for T {
     }
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
         crate::transport::send_file(self, file, len)
+    }
+    fn proxied_source(&self) -> Option<std::net::SocketAddr> {
+        Transport::proxied_source(self)
     }
 }
 
@@ -73,6 +79,8 @@ pub(crate) struct Rules {
     pub(crate) response_rate: Option<MinRate>,
     /// Requests whose bodies stream to their handlers; `None`: every body is read whole first.
     pub(crate) streams: Option<Streams>,
+    /// How a request's client and scheme are found behind proxies.
+    pub(crate) relay: Relay,
 }
 
 /// Where the driver's counts go: the engine's live counters.

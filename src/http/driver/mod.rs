@@ -14,6 +14,7 @@
 //! handler runs, so that a handler never waits on its client. Output always goes first: while it
 //! cannot drain, the connection reads nothing more (backpressure).
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 mod action;
@@ -43,6 +44,7 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, Answer, Conn, Late};
 use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
+use crate::http::origin::{self, Hop};
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
@@ -83,6 +85,8 @@ pub(crate) struct Driver {
     phase: Phase,
     /// When the next request head is due.
     due: HeadDue,
+    /// The connection's peer, as far as trusting its forwarded headers goes.
+    peer: Hop,
 }
 
 impl Driver {
@@ -97,6 +101,7 @@ impl Driver {
             conn: Conn::new(logging, peer),
             phase: Phase::Idle,
             due: HeadDue::first(now, rules.header_read),
+            peer: Hop::of(peer),
         }
     }
 
@@ -193,7 +198,12 @@ impl Driver {
                     return blocked;
                 }
             }
-            match self.process(cx) {
+            // The client a PROXY protocol header named: known once the stream gave a byte.
+            let proxied = match cx.rules.relay.proxy_protocol {
+                true => io.proxied_source().map(|a| a.ip()),
+                false => None,
+            };
+            match self.process(proxied, cx) {
                 Step::Run(request) => {
                     cx.turn.budget -= 1;
                     if let Phase::Busy(busy) = &mut self.phase {
@@ -372,8 +382,10 @@ impl Driver {
         };
     }
 
-    /// Works through buffered input: a head, body bytes, or a whole request.
-    fn process(&mut self, cx: &mut Cx<'_>) -> Step {
+    /// Works through buffered input: a head, body bytes, or a whole request. A whole head's
+    /// origin is worked out from the peer, the client a PROXY protocol header named
+    /// (`proxied`) and the forwarded headers.
+    fn process(&mut self, proxied: Option<IpAddr>, cx: &mut Cx<'_>) -> Step {
         let Phase::Busy(busy) = &mut self.phase else {
             return Step::NeedInput;
         };
@@ -398,6 +410,8 @@ impl Driver {
                         Step::Progress
                     }
                     Ok(Some(decoder)) => {
+                        head.origin = origin::locate(&head, self.peer, proxied, &cx.rules.relay);
+                        self.conn.located(&head.origin);
                         cx.tally.request(&head);
                         if decoder.is_done() {
                             return Step::Run(Request {

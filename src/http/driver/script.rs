@@ -95,6 +95,9 @@ impl Io for Scripted {
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None
     }
+    fn proxied_source(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 /// What a request head said that the checks need.

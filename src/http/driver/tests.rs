@@ -24,6 +24,7 @@ fn rules() -> Rules {
         body_rate: Some(RATE),
         response_rate: Some(RATE),
         streams: None,
+        relay: Default::default(),
     }
 }
 

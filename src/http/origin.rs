@@ -1,0 +1,421 @@
+//! Who a request comes from when proxies stand in front: the client's address and the scheme
+//! it used, as the connection's peer, a PROXY protocol header, or the forwarded headers of a
+//! trusted proxy tell them. The driver works them out once per request, when its head is
+//! whole ([`locate`]); [`crate::Request::client_ip`] and [`crate::Request::scheme`] read them,
+//! and the access log logs the client.
+//!
+//! Forwarded headers are anyone's to write, so they are read only from a peer in the
+//! configured [`TrustedProxies`], and walked from the right (the hop nearest this server)
+//! leftwards while each hop is a trusted proxy too: the client is the first hop that is not
+//! (as nginx's `real_ip_recursive` and Go's `X-Forwarded-For` guidance do). `Forwarded`
+//! (RFC 7239, parsed by `rfc7239`) is read when present; `X-Forwarded-For` and
+//! `X-Forwarded-Proto` otherwise.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+use crate::http::address::Address;
+use crate::http::request::RequestHead;
+
+/// The scheme a request was made with: `http` or `https`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scheme {
+    /// Plain HTTP.
+    #[default]
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// `"http"` or `"https"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+
+    /// The scheme a forwarded header names (`http` or `https`, any case), if one of them.
+    fn named(value: &str) -> Option<Scheme> {
+        let value = value.trim().trim_matches('"');
+        if value.eq_ignore_ascii_case("https") {
+            Some(Scheme::Https)
+        } else if value.eq_ignore_ascii_case("http") {
+            Some(Scheme::Http)
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The proxies whose forwarded headers (`Forwarded`, `X-Forwarded-For`, `X-Forwarded-Proto`)
+/// a server believes: networks of IP addresses and, optionally, every peer on a Unix domain
+/// socket (a local process). Empty by default: every forwarded header is ignored.
+///
+/// Parsed from a comma-separated list of networks (`10.0.0.0/8`), addresses (`192.0.2.7`,
+/// `::1`) and the word `unix`:
+///
+/// ```
+/// use twinhttp::TrustedProxies;
+///
+/// let trusted: TrustedProxies = "10.0.0.0/8, ::1, unix".parse()?;
+/// assert!(trusted.trusts_ip("10.1.2.3".parse()?));
+/// assert!(!trusted.trusts_ip("192.0.2.7".parse()?));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrustedProxies {
+    networks: Vec<IpNet>,
+    unix: bool,
+}
+
+impl TrustedProxies {
+    /// Trusts nobody.
+    pub fn new() -> Self {
+        TrustedProxies::default()
+    }
+
+    /// Trusts the proxies in `network`.
+    pub fn network(mut self, network: IpNet) -> Self {
+        self.networks.push(network);
+        self
+    }
+
+    /// Trusts every peer on a Unix domain socket: a process on this machine (a proxy that
+    /// connects to the server's Unix socket).
+    pub fn unix_peers(mut self) -> Self {
+        self.unix = true;
+        self
+    }
+
+    /// True when nobody is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.networks.is_empty() && !self.unix
+    }
+
+    /// True when a proxy at `ip` is trusted.
+    pub fn trusts_ip(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.networks.iter().any(|n| n.contains(&ip))
+    }
+
+    /// True when the peer `hop` is trusted.
+    fn trusts(&self, hop: Hop) -> bool {
+        match hop {
+            Hop::Ip(ip) => self.trusts_ip(ip),
+            Hop::Unix => self.unix,
+            Hop::Unknown => false,
+        }
+    }
+}
+
+/// A list that does not parse: the entry at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustedProxiesError(String);
+
+impl fmt::Display for TrustedProxiesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not a network (10.0.0.0/8), an IP address or `unix`",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for TrustedProxiesError {}
+
+impl FromStr for TrustedProxies {
+    type Err = TrustedProxiesError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut trusted = TrustedProxies::new();
+        for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            trusted = if entry.eq_ignore_ascii_case("unix") {
+                trusted.unix_peers()
+            } else if let Ok(network) = entry.parse::<IpNet>() {
+                trusted.network(network)
+            } else if let Ok(ip) = entry.parse::<IpAddr>() {
+                trusted.network(IpNet::from(ip))
+            } else {
+                return Err(TrustedProxiesError(entry.to_owned()));
+            };
+        }
+        Ok(trusted)
+    }
+}
+
+/// The engine's settings for finding a request's origin.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Relay {
+    /// Connections begin with a PROXY protocol header, which names the client.
+    pub(crate) proxy_protocol: bool,
+    /// Whose forwarded headers are read.
+    pub(crate) trusted: TrustedProxies,
+    /// The connections' own scheme (`https` over TLS).
+    pub(crate) scheme: Scheme,
+}
+
+/// A peer, as far as trust goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hop {
+    Ip(IpAddr),
+    Unix,
+    /// The engine gave no address.
+    Unknown,
+}
+
+impl Hop {
+    pub(crate) fn of(peer: Option<&Address>) -> Hop {
+        match peer {
+            Some(Address::Tcp(a)) => Hop::Ip(a.ip()),
+            Some(Address::Unix(_)) => Hop::Unix,
+            None => Hop::Unknown,
+        }
+    }
+}
+
+/// Where a request comes from, as its head carries it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Origin {
+    /// The client's address, when a proxy reported one; otherwise the peer is the client.
+    pub(crate) reported: Option<IpAddr>,
+    pub(crate) scheme: Scheme,
+}
+
+/// Works out where the request `head` comes from: its connection's `peer`, the address a
+/// PROXY protocol header gave (`proxied`), and the forwarded headers when the nearest of these
+/// is a trusted proxy.
+pub(crate) fn locate(
+    head: &RequestHead,
+    peer: Hop,
+    proxied: Option<IpAddr>,
+    relay: &Relay,
+) -> Origin {
+    let mut origin = Origin {
+        reported: proxied,
+        scheme: relay.scheme,
+    };
+    let nearest = proxied.map_or(peer, Hop::Ip);
+    if relay.trusted.is_empty() || !relay.trusted.trusts(nearest) {
+        return origin;
+    }
+    let has_forwarded = head
+        .headers_raw()
+        .any(|(n, _)| n.eq_ignore_ascii_case("forwarded"));
+    let (client, scheme) = if has_forwarded {
+        from_forwarded(head, &relay.trusted)
+    } else {
+        from_x_forwarded(head, &relay.trusted)
+    };
+    if client.is_some() {
+        origin.reported = client;
+    }
+    if let Some(scheme) = scheme {
+        origin.scheme = scheme;
+    }
+    origin
+}
+
+/// The values of the header `name`, last line first.
+fn values_from_the_right<'h>(
+    head: &'h RequestHead,
+    name: &'static str,
+) -> impl Iterator<Item = &'h str> {
+    head.headers_raw()
+        .rev()
+        .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+        .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+}
+
+/// Walks hops from the right: each becomes the client, and the walk goes on past it only while
+/// it is a trusted proxy; a hop that is not an address ends it.
+fn walk(hops: impl Iterator<Item = Option<IpAddr>>, trusted: &TrustedProxies) -> Option<IpAddr> {
+    let mut client = None;
+    for hop in hops {
+        let Some(ip) = hop else { break };
+        client = Some(ip);
+        if !trusted.trusts_ip(ip) {
+            break;
+        }
+    }
+    client
+}
+
+/// The client and scheme from `Forwarded` (RFC 7239): `for=` of each element from the right,
+/// `proto=` of the last element (the one the trusted peer added).
+fn from_forwarded(
+    head: &RequestHead,
+    trusted: &TrustedProxies,
+) -> (Option<IpAddr>, Option<Scheme>) {
+    let elements =
+        || values_from_the_right(head, "forwarded").flat_map(|value| rfc7239::parse(value).rev());
+    let hops = elements().map(|element| {
+        element
+            .ok()
+            .and_then(|e| e.forwarded_for.and_then(|node| node.ip().copied()))
+    });
+    let scheme = elements()
+        .next()
+        .and_then(|element| element.ok()?.protocol.and_then(Scheme::named));
+    (walk(hops, trusted), scheme)
+}
+
+/// The client from `X-Forwarded-For` (addresses, optionally with a port), the scheme from the
+/// last `X-Forwarded-Proto`.
+fn from_x_forwarded(
+    head: &RequestHead,
+    trusted: &TrustedProxies,
+) -> (Option<IpAddr>, Option<Scheme>) {
+    let hops = values_from_the_right(head, "x-forwarded-for")
+        .flat_map(|value| value.split(',').rev())
+        .map(|hop| parse_hop(hop.trim()));
+    let scheme = values_from_the_right(head, "x-forwarded-proto")
+        .next()
+        .and_then(|value| value.rsplit(',').next())
+        .and_then(Scheme::named);
+    (walk(hops, trusted), scheme)
+}
+
+/// An `X-Forwarded-For` hop: an IP address, or one with a port (`192.0.2.7:5100`,
+/// `[2001:db8::7]:5100`).
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    hop.parse::<IpAddr>()
+        .ok()
+        .or_else(|| hop.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(fields: &str) -> RequestHead {
+        RequestHead::parsed(format!("GET / HTTP/1.1\r\nHost: x\r\n{fields}\r\n").as_bytes())
+    }
+
+    fn relay(trusted: &str) -> Relay {
+        Relay {
+            proxy_protocol: false,
+            trusted: trusted.parse().expect("networks"),
+            scheme: Scheme::Http,
+        }
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("an address")
+    }
+
+    const PROXY: &str = "10.0.0.1";
+
+    #[test]
+    fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
+        let head = request("X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: https\r\n");
+        let origin = locate(
+            &head,
+            Hop::Ip(ip("203.0.113.9")),
+            None,
+            &relay("10.0.0.0/8"),
+        );
+        assert_eq!(origin, Origin::default());
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay(""));
+        assert_eq!(origin, Origin::default());
+        let origin = locate(&head, Hop::Unix, None, &relay("10.0.0.0/8"));
+        assert_eq!(origin, Origin::default());
+    }
+
+    #[test]
+    fn x_forwarded_for_is_walked_from_the_right_past_trusted_hops() {
+        let head = request(
+            "X-Forwarded-For: 198.51.100.1, 192.0.2.7\r\nX-Forwarded-For: 10.0.0.5\r\n\
+             X-Forwarded-Proto: http, https\r\n",
+        );
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        assert_eq!(origin.scheme, Scheme::Https);
+        // A Unix peer, trusted.
+        let origin = locate(&head, Hop::Unix, None, &relay("unix, 10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        // Every hop trusted: the leftmost is the client.
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("0.0.0.0/0"));
+        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+    }
+
+    #[test]
+    fn a_hop_that_is_no_address_ends_the_walk() {
+        let head = request("X-Forwarded-For: 198.51.100.1, garbage, 10.0.0.9\r\n");
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("10.0.0.9")));
+        let head = request("X-Forwarded-For: [2001:db8::7]:5100\r\n");
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("2001:db8::7")));
+    }
+
+    #[test]
+    fn forwarded_wins_over_x_forwarded_for() {
+        let head = request(
+            "X-Forwarded-For: 198.51.100.1\r\n\
+             Forwarded: for=192.0.2.60;proto=http, for=\"[2001:db8:cafe::17]:4711\";proto=https\r\n",
+        );
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("2001:db8:cafe::17")));
+        assert_eq!(origin.scheme, Scheme::Https);
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, 2001:db8::/32"),
+        );
+        assert_eq!(origin.reported, Some(ip("192.0.2.60")));
+        let obfuscated = request("Forwarded: for=_hidden, for=192.0.2.61\r\n");
+        let origin = locate(&obfuscated, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("192.0.2.61")));
+    }
+
+    #[test]
+    fn the_proxy_protocol_source_is_the_peer_for_trust() {
+        let head = request("X-Forwarded-For: 198.51.100.1\r\n");
+        // The PROXY header's source is a client, not a trusted proxy: its header is ignored.
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            Some(ip("192.0.2.7")),
+            &relay("10.0.0.0/8"),
+        );
+        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        // The source is itself a trusted proxy: its forwarded header is read.
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            Some(ip("10.0.0.8")),
+            &relay("10.0.0.0/8"),
+        );
+        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+    }
+
+    #[test]
+    fn trusted_proxies_parse_and_say_what_is_wrong() {
+        let t: TrustedProxies = "10.0.0.0/8, ::1 ,unix".parse().expect("networks");
+        assert!(t.trusts_ip(ip("10.255.0.1")));
+        assert!(t.trusts_ip(ip("::1")));
+        assert!(t.trusts_ip(ip("::ffff:10.0.0.1")), "a mapped IPv4 address");
+        assert!(!t.trusts_ip(ip("::2")));
+        assert!(t.trusts(Hop::Unix));
+        assert!(!t.trusts(Hop::Unknown));
+        let e = "10.0.0.0/8, nine"
+            .parse::<TrustedProxies>()
+            .expect_err("not a network");
+        assert!(e.to_string().contains("`nine`"), "{e}");
+        assert!("".parse::<TrustedProxies>().expect("nothing").is_empty());
+    }
+}

@@ -1,0 +1,273 @@
+//! The PROXY protocol (versions 1 and 2, HAProxy's) as a transport: a proxy in front writes a
+//! header naming the client before the connection's own bytes, and [`Proxied`] reads it in the
+//! engine's first reads (non-blocking, on whichever thread drives the connection, under the
+//! head deadline that covers every byte before a request's head), then passes the stream
+//! through unchanged. It sits under TLS: the header comes before the handshake. Parsing is
+//! `ppp`'s.
+//!
+//! With the setting on, a connection must start with a header: one that does not (a client
+//! speaking HTTP or TLS straight away, or a malformed header) is closed when its first bytes
+//! show it, before a byte of it reaches HTTP or TLS.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use ppp::{HeaderResult, PartialResult, v1, v2};
+
+use crate::transport::Transport;
+
+/// The longest header read: a version 1 header is at most 107 bytes; version 2's addresses
+/// take 216 at most, and its extensions (TLVs: TLS details, a unique id) fit in the rest.
+const MAX_HEADER: usize = 4096;
+
+/// How much is read at once while the header is incomplete: a version 1 header whole, and a
+/// version 2 header without extensions.
+const READ_STEP: usize = 256;
+
+/// Where the stream stands.
+enum Preface {
+    /// The header is not complete yet: the bytes read so far.
+    Reading(Vec<u8>),
+    /// The header was read; bytes that came after it in the same reads are returned first.
+    Leftover { bytes: Vec<u8>, at: usize },
+    /// The header and what followed it are read: reads go to the stream.
+    Through,
+}
+
+/// A stream that begins with a PROXY protocol header.
+pub(crate) struct Proxied<T: Transport> {
+    inner: T,
+    preface: Preface,
+    /// The client's address, as the header gave it: `None` until it is read, and for a header
+    /// that names none (a proxy's own health check: `LOCAL`, `UNKNOWN`, a Unix socket).
+    source: Option<SocketAddr>,
+}
+
+impl<T: Transport> Proxied<T> {
+    pub(crate) fn new(inner: T) -> Self {
+        Proxied {
+            inner,
+            preface: Preface::Reading(Vec::new()),
+            source: None,
+        }
+    }
+
+    /// Reads on until the header is complete (`Ok`), the stream has nothing more now
+    /// (`WouldBlock`), or the header is missing or malformed (`InvalidData`).
+    fn read_header(&mut self) -> io::Result<()> {
+        loop {
+            let Preface::Reading(bytes) = &mut self.preface else {
+                return Ok(());
+            };
+            let filled = bytes.len();
+            let want = READ_STEP.min(MAX_HEADER - filled);
+            bytes.resize(filled + want, 0);
+            let read = self.inner.read(&mut bytes[filled..]);
+            bytes.truncate(filled + *read.as_ref().unwrap_or(&0));
+            match read {
+                Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            match parse(bytes) {
+                Parsed::Header { len, source } => {
+                    let rest = bytes.split_off(len);
+                    self.source = source;
+                    self.preface = Preface::Leftover { bytes: rest, at: 0 };
+                    return Ok(());
+                }
+                Parsed::Partial if bytes.len() < MAX_HEADER => {}
+                Parsed::Partial | Parsed::Invalid => {
+                    return Err(io::Error::new(
+                        ErrorKind::InvalidData,
+                        "the connection did not begin with a PROXY protocol header",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// What the bytes read so far are.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed {
+    /// A complete header of `len` bytes, naming `source` (or no address).
+    Header {
+        len: usize,
+        source: Option<SocketAddr>,
+    },
+    /// The beginning of a header.
+    Partial,
+    /// Not a header: missing, malformed, or one this server does not take.
+    Invalid,
+}
+
+/// Parses a header at the start of `bytes`.
+fn parse(bytes: &[u8]) -> Parsed {
+    let result = HeaderResult::parse(bytes);
+    if result.is_incomplete() {
+        return Parsed::Partial;
+    }
+    match result {
+        HeaderResult::V1(Ok(header)) => Parsed::Header {
+            len: header.header.len(),
+            source: match header.addresses {
+                v1::Addresses::Tcp4(a) => Some((a.source_address, a.source_port).into()),
+                v1::Addresses::Tcp6(a) => Some((a.source_address, a.source_port).into()),
+                v1::Addresses::Unknown => None,
+            },
+        },
+        HeaderResult::V2(Ok(header)) => Parsed::Header {
+            len: header.len(),
+            source: match (header.command, header.addresses) {
+                (v2::Command::Proxy, v2::Addresses::IPv4(a)) => {
+                    Some((a.source_address, a.source_port).into())
+                }
+                (v2::Command::Proxy, v2::Addresses::IPv6(a)) => {
+                    Some((a.source_address, a.source_port).into())
+                }
+                _ => None,
+            },
+        },
+        HeaderResult::V1(Err(_)) | HeaderResult::V2(Err(_)) => Parsed::Invalid,
+    }
+}
+
+impl<T: Transport> Read for Proxied<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_header()?;
+        match &mut self.preface {
+            Preface::Leftover { bytes, at } => {
+                let left = bytes.get(*at..).unwrap_or_default();
+                let n = left.len().min(buf.len());
+                buf[..n].copy_from_slice(&left[..n]);
+                *at += n;
+                if *at >= bytes.len() {
+                    self.preface = Preface::Through;
+                }
+                if n > 0 || buf.is_empty() {
+                    return Ok(n);
+                }
+                self.inner.read(buf)
+            }
+            Preface::Through => self.inner.read(buf),
+            // `read_header` returned only once it is read.
+            Preface::Reading(_) => Err(ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+impl<T: Transport> Write for Proxied<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<T: Transport> AsFd for Proxied<T> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.as_fd()
+    }
+}
+
+impl<T: Transport> Transport for Proxied<T> {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.inner.shutdown_write()
+    }
+    fn set_nonblocking(&mut self, nonblocking: bool) -> io::Result<()> {
+        self.inner.set_nonblocking(nonblocking)
+    }
+    fn sendfile_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.sendfile_fd()
+    }
+    /// Bytes that followed the header in its reads are input the socket no longer signals.
+    fn buffered_input(&self) -> bool {
+        matches!(self.preface, Preface::Leftover { .. }) || self.inner.buffered_input()
+    }
+    fn wants_write(&self) -> bool {
+        self.inner.wants_write()
+    }
+    fn abort(&mut self) {
+        self.inner.abort()
+    }
+    fn proxied_source(&self) -> Option<SocketAddr> {
+        self.source
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v2_header(source: &str) -> Vec<u8> {
+        let source: SocketAddr = source.parse().expect("an address");
+        let destination: SocketAddr = match source {
+            SocketAddr::V4(_) => "10.0.0.2:80".parse().expect("an address"),
+            SocketAddr::V6(_) => "[2001:db8::2]:80".parse().expect("an address"),
+        };
+        v2::Builder::with_addresses(
+            v2::Version::Two | v2::Command::Proxy,
+            v2::Protocol::Stream,
+            (source, destination),
+        )
+        .build()
+        .expect("a header")
+    }
+
+    #[test]
+    fn version_1_gives_the_source_and_its_length() {
+        let header = b"PROXY TCP4 192.0.2.7 10.0.0.2 51000 80\r\n";
+        let mut bytes = header.to_vec();
+        bytes.extend_from_slice(b"GET / HTTP/1.1\r\n");
+        assert_eq!(
+            parse(&bytes),
+            Parsed::Header {
+                len: header.len(),
+                source: Some("192.0.2.7:51000".parse().expect("an address")),
+            }
+        );
+        assert_eq!(parse(&header[..20]), Parsed::Partial);
+        assert_eq!(
+            parse(b"PROXY UNKNOWN\r\n"),
+            Parsed::Header {
+                len: 15,
+                source: None
+            }
+        );
+    }
+
+    #[test]
+    fn version_2_gives_the_source_and_its_length() {
+        for source in ["192.0.2.7:51000", "[2001:db8::7]:51000"] {
+            let header = v2_header(source);
+            let mut bytes = header.clone();
+            bytes.extend_from_slice(b"\x16\x03\x01");
+            assert_eq!(
+                parse(&bytes),
+                Parsed::Header {
+                    len: header.len(),
+                    source: Some(source.parse().expect("an address")),
+                }
+            );
+            for cut in [1, 12, 15, header.len() - 1] {
+                assert_eq!(parse(&header[..cut]), Parsed::Partial, "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_or_malformed_header_is_invalid() {
+        for bytes in [
+            &b"GET / HTTP/1.1\r\n"[..],
+            b"\x16\x03\x01\x02\x00",
+            b"PROXY TCP4 999.0.2.7 10.0.0.2 51000 80\r\n",
+            b"PROXY TCP9 192.0.2.7 10.0.0.2 51000 80\r\n",
+        ] {
+            assert_eq!(parse(bytes), Parsed::Invalid, "{bytes:?}");
+        }
+    }
+}
