@@ -264,6 +264,42 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Serves `handler` on listeners the caller was given (a predecessor's
+    /// [`Running::listener_fds`], passed on by
+    /// [`systemd::hand_over`](crate::systemd::hand_over)): the reactor runs a loop on each; the
+    /// server engine serves one.
+    ///
+    /// # Errors
+    ///
+    /// As the engine's own `serve_listener`; on the server engine, more than one listener is
+    /// `InvalidInput`.
+    #[cfg_attr(not(feature = "server"), allow(unused_mut))]
+    pub fn serve_listeners<H: Handler>(
+        self,
+        mut listeners: Vec<Listener>,
+        handler: H,
+    ) -> Result<Running, Error> {
+        match self.engine {
+            #[cfg(feature = "server")]
+            Engine::Server => match (listeners.pop(), listeners.is_empty()) {
+                (Some(listener), true) => self
+                    .server
+                    .serve_listener(listener, handler)
+                    .map(Running::Server),
+                _ => Err(Error::from(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "the server engine serves one listener",
+                ))),
+            },
+            Engine::Reactor | Engine::ReactorPool => self
+                .reactor
+                .serve_listeners(listeners, handler)
+                .map(Running::Reactor),
+        }
+    }
+}
+
 /// A running server on either engine.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -296,6 +332,13 @@ impl Running {
     /// Where it listens: TCP or a Unix domain socket.
     pub fn address(&self) -> &Address {
         either!(self, e => e.address())
+    }
+
+    /// Its listening sockets (one, or one per event loop), to hand to a successor process
+    /// that takes the port over with no connection refused
+    /// ([`systemd::hand_over`](crate::systemd::hand_over)). Valid until the shutdown begins.
+    pub fn listener_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        either!(self, e => e.listener_fds())
     }
 
     /// A handle that starts a graceful shutdown from any thread.

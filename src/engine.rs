@@ -1,6 +1,7 @@
 //! Plumbing both engines share: the shutdown flag, the open-connection count and the counters,
 //! and joining threads against a deadline.
 
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -241,6 +242,19 @@ pub(crate) struct Running {
     pub(crate) address: Address,
     pub(crate) handle: ShutdownHandle,
     pub(crate) threads: Vec<JoinHandle<()>>,
+    /// Its listening sockets, duplicated: what a successor process is handed
+    /// ([`Running::listener_fds`]). Closed as the shutdown begins.
+    listeners: Vec<OwnedFd>,
+}
+
+/// Duplicates of `listeners`, for [`Running`].
+pub(crate) fn keep<'a>(
+    listeners: impl IntoIterator<Item = &'a crate::net::transport::Listener>,
+) -> Result<Vec<OwnedFd>, Error> {
+    listeners
+        .into_iter()
+        .map(|l| l.as_fd().try_clone_to_owned().map_err(Error::from))
+        .collect()
 }
 
 impl Running {
@@ -249,23 +263,33 @@ impl Running {
         control: Arc<Control>,
         wakers: Vec<Arc<Poller>>,
         threads: Vec<JoinHandle<()>>,
+        listeners: Vec<OwnedFd>,
     ) -> Self {
         crate::systemd::ready();
         Running {
             address,
             handle: ShutdownHandle { control, wakers },
             threads,
+            listeners,
         }
     }
 
-    pub(crate) fn wait(self) {
+    /// The listening sockets, to hand to a successor process.
+    pub(crate) fn listener_fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.listeners.iter().map(AsFd::as_fd).collect()
+    }
+
+    pub(crate) fn wait(mut self) {
+        self.listeners.clear();
         for t in self.threads {
             let _ = t.join();
         }
     }
 
-    pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
+    pub(crate) fn shutdown(mut self, grace: Duration) -> Result<(), Error> {
         let deadline = crate::deadline::after(Instant::now(), grace);
+        // A successor has its own copies; without one, new connects are refused at once.
+        self.listeners.clear();
         self.handle.shutdown();
         join_within(self.threads, grace)?;
         // Connection threads (WebSockets closing with 1001) finish on their own.

@@ -89,6 +89,6 @@ fn a_trusted_proxy_that_is_no_network_is_refused() {
     assert_refused(
         "hello",
         &["--trusted-proxy", "10.0.0.0/8,nine"],
-        "--trusted-proxy: `nine` is not a network (10.0.0.0/8), an IP address or `unix`",
+        "--trusted-proxy: `nine` is not a network (10.0.0.0/8), an IP address, `unix` or `forwarded`",
     );
 }

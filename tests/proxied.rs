@@ -125,15 +125,27 @@ fn a_connection_without_a_header_is_closed_unanswered(engine: Engine) {
     for bytes in [
         WHO.to_vec(),
         b"PROXY TCP4 999.0.2.7 10.0.0.2 51000 80\r\nGET / HTTP/1.1\r\n\r\n".to_vec(),
+        b"PROXY TCP4 192.0.2.7 10.0.0.2 51000\r\nGET / HTTP/1.1\r\n\r\n".to_vec(),
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(),
     ] {
         let mut s = TcpStream::connect(srv.addr).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
+        let sent = Instant::now();
         s.write_all(&bytes).expect("send");
         let mut got = Vec::new();
-        // Closed: the end of the stream, or a reset for the bytes left unread.
-        let _ = s.read_to_end(&mut got);
+        // Closed: the end of the stream, or a reset for the bytes left unread; at once, not at
+        // the head deadline (5 s) nor this read's timeout.
+        let ended = match s.read_to_end(&mut got) {
+            Ok(_) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        };
+        assert!(ended, "the connection was not closed");
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "closed after {:?}",
+            sent.elapsed()
+        );
         assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
     }
     // The server serves on.
@@ -215,12 +227,13 @@ fn forwarded_headers_count_only_from_trusted_proxies(engine: Engine) {
     let srv = trusting("127.0.0.0/8");
     let text = Client::new(srv.addr).request("GET /", fields).text();
     assert!(text.starts_with("192.0.2.9 https 127.0.0.1:"), "{text}");
-    let text = Client::new(srv.addr)
-        .request(
-            "GET /",
-            "Forwarded: for=192.0.2.60;proto=http, for=\"[2001:db8::17]:4711\"\r\n",
-        )
-        .text();
+    // A client's own `Forwarded` is not read where the proxies write `X-Forwarded-For`…
+    let forwarded = "Forwarded: for=192.0.2.60;proto=http, for=\"[2001:db8::17]:4711\"\r\n";
+    let text = Client::new(srv.addr).request("GET /", forwarded).text();
+    assert!(text.starts_with("127.0.0.1 http"), "{text}");
+    // …and is where they write `Forwarded`.
+    let srv = trusting("127.0.0.0/8, forwarded");
+    let text = Client::new(srv.addr).request("GET /", forwarded).text();
     assert!(text.starts_with("2001:db8::17 http"), "{text}");
     let srv = trusting("10.0.0.0/8");
     let text = Client::new(srv.addr).request("GET /", fields).text();

@@ -320,20 +320,60 @@ impl Args {
     }
 }
 
-/// SIGINT and SIGTERM, caught from [`Signals::install`] on: installed before the server says it
-/// is listening, so a signal sent once it has said so always shuts it down gracefully.
-pub struct Signals(std::sync::mpsc::Receiver<()>);
+/// SIGINT and SIGTERM (stop), and SIGHUP (restart), caught from [`Signals::install`] on:
+/// installed before the server says it is listening, so a signal sent once it has said so is
+/// always acted on.
+pub struct Signals(std::sync::mpsc::Receiver<Signal>);
+
+/// What a signal asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT or SIGTERM: a graceful shutdown.
+    Stop,
+    /// SIGHUP: a successor on the same sockets, then a graceful shutdown.
+    Restart,
+}
 
 impl Signals {
     pub fn install(name: &str) -> Signals {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let (tx, rx) = std::sync::mpsc::channel();
-        if let Err(e) = ctrlc::set_handler(move || {
-            let _ = tx.send(());
-        }) {
-            eprintln!("{name}: cannot handle signals ({e}); stop it with SIGKILL");
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            Ok(mut caught) => {
+                std::thread::spawn(move || {
+                    for signal in caught.forever() {
+                        let what = match signal {
+                            SIGHUP => Signal::Restart,
+                            _ => Signal::Stop,
+                        };
+                        let _ = tx.send(what);
+                    }
+                });
+            }
+            Err(e) => eprintln!("{name}: cannot handle signals ({e}); stop it with SIGKILL"),
         }
         Signals(rx)
     }
+}
+
+/// Starts this program again, with the same options and `--systemd`, on `running`'s listening
+/// sockets, and returns once it serves.
+#[cfg(feature = "systemd")]
+fn restart(running: &Running) -> Result<std::process::Child, twinhttp::Error> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--systemd") {
+        args.push("--systemd".to_owned());
+    }
+    let mut successor = std::process::Command::new(std::env::current_exe()?);
+    successor.args(args);
+    twinhttp::systemd::hand_over(&running.listener_fds(), successor, Duration::from_secs(10))
+}
+
+#[cfg(not(feature = "systemd"))]
+fn restart(_: &Running) -> Result<std::process::Child, twinhttp::Error> {
+    Err(twinhttp::Error::from(std::io::Error::other(
+        "restarting needs the feature: --features systemd",
+    )))
 }
 
 /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
@@ -358,13 +398,14 @@ impl Args {
 /// Serves on the first socket systemd passed.
 #[cfg(feature = "systemd")]
 fn serve_passed<H: Handler>(builder: Builder, handler: H) -> Result<Running, twinhttp::Error> {
-    let mut passed = twinhttp::systemd::listeners()?;
+    let passed = twinhttp::systemd::listeners()?;
     if passed.is_empty() {
         usage(
             "--systemd: no socket was passed (LISTEN_FDS): run under systemd or systemd-socket-activate",
         );
     }
-    builder.serve_listener(passed.swap_remove(0), handler)
+    // A predecessor's reactor hands over a listener per loop.
+    builder.serve_listeners(passed, handler)
 }
 
 #[cfg(not(feature = "systemd"))]
@@ -383,8 +424,20 @@ pub fn url(running: &Running, tls: bool) -> String {
 /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully: no new connections,
 /// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
 /// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
+///
+/// On SIGHUP, first a copy of this program with the same options starts on the same listening
+/// sockets (feature `systemd`): once it serves, this one shuts down as above, and no connection
+/// is refused or reset on the way (a zero-downtime restart, as nginx's binary upgrade does).
 pub fn until_signal(running: Running, name: &str, signals: Signals) -> ! {
-    let _ = signals.0.recv();
+    while let Ok(Signal::Restart) = signals.0.recv() {
+        match restart(&running) {
+            Ok(successor) => {
+                eprintln!("{name}: handed over to PID {}", successor.id());
+                break;
+            }
+            Err(e) => eprintln!("{name}: restart: {e}; serving on"),
+        }
+    }
     log::info!("{name}: shutting down");
     let done = running.shutdown(Duration::from_secs(5));
     // Whoever reads our stderr may be gone by now: a failed write is not a failed shutdown.

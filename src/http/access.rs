@@ -146,18 +146,18 @@ impl Entry {
             0 => 499,
             status => status,
         };
-        if let Some(client) = self.client {
-            log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms");
-            return;
-        }
-        match &self.peer {
-            Some(peer) => {
+        match (self.client, &self.peer) {
+            (Some(client), _) => {
+                log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms")
+            }
+            (None, Some(peer)) => {
                 log::info!(target: TARGET, "{peer} \"{line}\" {status} {bytes} {ms:.2}ms")
             }
-            None => log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms"),
+            (None, None) => log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms"),
         }
         self.line.clear();
         self.started = None;
+        self.client = None;
     }
 }
 

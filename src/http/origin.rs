@@ -78,6 +78,19 @@ impl fmt::Display for Scheme {
 pub struct TrustedProxies {
     networks: Vec<IpNet>,
     unix: bool,
+    /// Which header the proxies write: only that one is read.
+    header: Written,
+}
+
+/// The forwarded header trusted proxies write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Written {
+    /// `X-Forwarded-For` and `X-Forwarded-Proto` (nginx's `$proxy_add_x_forwarded_for`,
+    /// HAProxy's `option forwardfor`).
+    #[default]
+    XForwarded,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
 }
 
 impl TrustedProxies {
@@ -96,6 +109,15 @@ impl TrustedProxies {
     /// connects to the server's Unix socket).
     pub fn unix_peers(mut self) -> Self {
         self.unix = true;
+        self
+    }
+
+    /// The proxies write `Forwarded` (RFC 7239) rather than `X-Forwarded-For` and
+    /// `X-Forwarded-Proto` (the default): that header is read, and the others ignored. Only the
+    /// header the proxies write may be read: one they pass through from the client unchanged
+    /// is the client's to forge. (In a parsed list: the word `forwarded`.)
+    pub fn rfc7239(mut self) -> Self {
+        self.header = Written::Forwarded;
         self
     }
 
@@ -128,7 +150,7 @@ impl fmt::Display for TrustedProxiesError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a network (10.0.0.0/8), an IP address or `unix`",
+            "`{}` is not a network (10.0.0.0/8), an IP address, `unix` or `forwarded`",
             self.0
         )
     }
@@ -144,6 +166,8 @@ impl FromStr for TrustedProxies {
         for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             trusted = if entry.eq_ignore_ascii_case("unix") {
                 trusted.unix_peers()
+            } else if entry.eq_ignore_ascii_case("forwarded") {
+                trusted.rfc7239()
             } else if let Ok(network) = entry.parse::<IpNet>() {
                 trusted.network(network)
             } else if let Ok(ip) = entry.parse::<IpAddr>() {
@@ -207,17 +231,18 @@ pub(crate) fn locate(
         reported: proxied,
         scheme: relay.scheme,
     };
-    let nearest = proxied.map_or(peer, Hop::Ip);
+    // Behind the PROXY protocol the nearest hop is the one its header named: a header that
+    // named nobody (`UNKNOWN`, `LOCAL`, a Unix socket) leaves no hop to trust.
+    let nearest = match relay.proxy_protocol {
+        true => proxied.map_or(Hop::Unknown, Hop::Ip),
+        false => peer,
+    };
     if relay.trusted.is_empty() || !relay.trusted.trusts(nearest) {
         return origin;
     }
-    let has_forwarded = head
-        .headers_raw()
-        .any(|(n, _)| n.eq_ignore_ascii_case("forwarded"));
-    let (client, scheme) = if has_forwarded {
-        from_forwarded(head, &relay.trusted)
-    } else {
-        from_x_forwarded(head, &relay.trusted)
+    let (client, scheme) = match relay.trusted.header {
+        Written::Forwarded => from_forwarded(head, &relay.trusted),
+        Written::XForwarded => from_x_forwarded(head, &relay.trusted),
     };
     if client.is_some() {
         origin.reported = client;
@@ -236,7 +261,8 @@ fn values_from_the_right<'h>(
     head.headers_raw()
         .rev()
         .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-        .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+        // A line that is not text is no address: its hop ends the walk.
+        .map(|(_, v)| std::str::from_utf8(v).unwrap_or("\u{0}"))
 }
 
 /// Walks hops from the right: each becomes the client, and the walk goes on past it only while
@@ -362,44 +388,68 @@ mod tests {
     }
 
     #[test]
-    fn forwarded_wins_over_x_forwarded_for() {
+    fn only_the_header_the_proxies_write_is_read() {
         let head = request(
             "X-Forwarded-For: 198.51.100.1\r\n\
              Forwarded: for=192.0.2.60;proto=http, for=\"[2001:db8:cafe::17]:4711\";proto=https\r\n",
         );
+        // A client's own `Forwarded` beside the proxy's `X-Forwarded-For`: not read.
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+        assert_eq!(origin.scheme, Scheme::Http);
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, forwarded"),
+        );
         assert_eq!(origin.reported, Some(ip("2001:db8:cafe::17")));
         assert_eq!(origin.scheme, Scheme::Https);
         let origin = locate(
             &head,
             Hop::Ip(ip(PROXY)),
             None,
-            &relay("10.0.0.0/8, 2001:db8::/32"),
+            &relay("10.0.0.0/8, 2001:db8::/32, forwarded"),
         );
         assert_eq!(origin.reported, Some(ip("192.0.2.60")));
         let obfuscated = request("Forwarded: for=_hidden, for=192.0.2.61\r\n");
-        let origin = locate(&obfuscated, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        let origin = locate(
+            &obfuscated,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, forwarded"),
+        );
         assert_eq!(origin.reported, Some(ip("192.0.2.61")));
+    }
+
+    #[test]
+    fn a_line_that_is_not_text_ends_the_walk() {
+        let mut raw = b"GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 192.0.2.1\r\n".to_vec();
+        raw.extend_from_slice(b"X-Forwarded-For: 198.51.100.1, \xff\r\n\r\n");
+        let head = RequestHead::parsed(&raw);
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.reported, None);
+    }
+
+    #[test]
+    fn a_proxy_protocol_header_that_names_nobody_leaves_nobody_trusted() {
+        let head = request("X-Forwarded-For: 198.51.100.1\r\n");
+        let mut relay = relay("10.0.0.0/8");
+        relay.proxy_protocol = true;
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay);
+        assert_eq!(origin, Origin::default());
     }
 
     #[test]
     fn the_proxy_protocol_source_is_the_peer_for_trust() {
         let head = request("X-Forwarded-For: 198.51.100.1\r\n");
+        let mut relay = relay("10.0.0.0/8");
+        relay.proxy_protocol = true;
         // The PROXY header's source is a client, not a trusted proxy: its header is ignored.
-        let origin = locate(
-            &head,
-            Hop::Ip(ip(PROXY)),
-            Some(ip("192.0.2.7")),
-            &relay("10.0.0.0/8"),
-        );
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), Some(ip("192.0.2.7")), &relay);
         assert_eq!(origin.reported, Some(ip("192.0.2.7")));
         // The source is itself a trusted proxy: its forwarded header is read.
-        let origin = locate(
-            &head,
-            Hop::Ip(ip(PROXY)),
-            Some(ip("10.0.0.8")),
-            &relay("10.0.0.0/8"),
-        );
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), Some(ip("10.0.0.8")), &relay);
         assert_eq!(origin.reported, Some(ip("198.51.100.1")));
     }
 

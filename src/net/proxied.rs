@@ -108,7 +108,18 @@ enum Parsed {
 fn parse(bytes: &[u8]) -> Parsed {
     let result = HeaderResult::parse(bytes);
     if result.is_incomplete() {
-        return Parsed::Partial;
+        return match (&result, line_end(bytes)) {
+            // A version 1 line that ended without its fields is malformed, not partial; one of
+            // protocol `UNKNOWN` names nobody, whatever follows (the specification's words).
+            (HeaderResult::V1(_), Some(end)) if bytes.starts_with(b"PROXY UNKNOWN") => {
+                Parsed::Header {
+                    len: end,
+                    source: None,
+                }
+            }
+            (HeaderResult::V1(_), Some(_)) => Parsed::Invalid,
+            _ => Parsed::Partial,
+        };
     }
     match result {
         HeaderResult::V1(Ok(header)) => Parsed::Header {
@@ -133,6 +144,13 @@ fn parse(bytes: &[u8]) -> Parsed {
         },
         HeaderResult::V1(Err(_)) | HeaderResult::V2(Err(_)) => Parsed::Invalid,
     }
+}
+
+/// The length of a version 1 header's line, CRLF included, if it ended within the 107 bytes
+/// the protocol allows.
+fn line_end(bytes: &[u8]) -> Option<usize> {
+    let line = bytes.get(..bytes.len().min(107))?;
+    line.windows(2).position(|w| w == b"\r\n").map(|i| i + 2)
 }
 
 impl<T: Transport> Read for Proxied<T> {
@@ -232,6 +250,13 @@ mod tests {
         );
         assert_eq!(parse(&header[..20]), Parsed::Partial);
         assert_eq!(
+            parse(b"PROXY UNKNOWN a b c d e\r\nGET"),
+            Parsed::Header {
+                len: 25,
+                source: None
+            }
+        );
+        assert_eq!(
             parse(b"PROXY UNKNOWN\r\n"),
             Parsed::Header {
                 len: 15,
@@ -266,6 +291,7 @@ mod tests {
             b"\x16\x03\x01\x02\x00",
             b"PROXY TCP4 999.0.2.7 10.0.0.2 51000 80\r\n",
             b"PROXY TCP9 192.0.2.7 10.0.0.2 51000 80\r\n",
+            b"PROXY TCP4 192.0.2.7 10.0.0.2 51000\r\nGET / HTTP/1.1\r\n",
         ] {
             assert_eq!(parse(bytes), Parsed::Invalid, "{bytes:?}");
         }

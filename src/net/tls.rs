@@ -201,7 +201,7 @@ impl<T: Transport> Transport for TlsStream<T> {
     }
 
     fn buffered_input(&self) -> bool {
-        self.plaintext > 0
+        self.plaintext > 0 || self.inner.buffered_input()
     }
 
     fn proxied_source(&self) -> Option<std::net::SocketAddr> {

@@ -424,6 +424,31 @@ impl Builder {
         self.start(loops, Some(listener), handler)
     }
 
+    /// Starts serving `handler` on listeners you were given, one event loop on each: what
+    /// [`Reactor::listener_fds`] of a reactor that bound its own (a listener per loop, sharing
+    /// the port) hands to a successor process. One listener is served as by
+    /// [`Builder::serve_listener`].
+    ///
+    /// # Errors
+    ///
+    /// When there is no listener, one is unusable, or a thread or poller cannot be created.
+    pub fn serve_listeners<H: Handler>(
+        self,
+        mut listeners: Vec<Listener>,
+        handler: H,
+    ) -> Result<Reactor, Error> {
+        if listeners.len() == 1 {
+            if let Some(listener) = listeners.pop() {
+                return self.serve_listener(listener, handler);
+            }
+        }
+        for listener in &listeners {
+            listener.set_nonblocking()?;
+        }
+        let loops = listeners.into_iter().map(Some).collect();
+        self.start(loops, None, handler)
+    }
+
     /// Starts the loops: each with its own listener, or (`shared_listener`) fed by an acceptor
     /// thread.
     fn start<H: Handler>(
@@ -440,6 +465,7 @@ impl Builder {
         let address = first.map(Listener::address).transpose()?.ok_or_else(|| {
             Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
         })?;
+        let kept = crate::engine::keep(listeners.iter().flatten().chain(&shared_listener))?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::new(listeners.len(), cfg.memory_budget));
@@ -501,7 +527,9 @@ impl Builder {
                 })?);
             }
         }
-        Ok(Reactor(Running::new(address, control, wakers, threads)))
+        Ok(Reactor(Running::new(
+            address, control, wakers, threads, kept,
+        )))
     }
 }
 
@@ -549,6 +577,13 @@ impl Reactor {
     /// The address the reactor listens on: TCP or a Unix domain socket's path.
     pub fn address(&self) -> &Address {
         &self.0.address
+    }
+
+    /// Its listening sockets (one, or one per event loop), to hand to a successor process
+    /// that takes the port over with no connection refused
+    /// ([`systemd::hand_over`](crate::systemd::hand_over)). Valid until the shutdown begins.
+    pub fn listener_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        self.0.listener_fds()
     }
 
     /// A handle that can start a shutdown from any thread.

@@ -385,6 +385,7 @@ impl Builder {
             control: control.clone(),
         });
         let mut threads = Vec::new();
+        let kept = crate::engine::keep([&listener])?;
         let acceptor = Acceptor::new(
             listener,
             control.clone(),
@@ -421,7 +422,9 @@ impl Builder {
         }
         let mut wakers = vec![waker];
         wakers.extend(parker.map(|p| p.waker()));
-        Ok(Server(Running::new(address, control, wakers, threads)))
+        Ok(Server(Running::new(
+            address, control, wakers, threads, kept,
+        )))
     }
 }
 
@@ -484,6 +487,13 @@ impl Server {
     /// The address the server listens on: TCP or a Unix domain socket's path.
     pub fn address(&self) -> &Address {
         &self.0.address
+    }
+
+    /// Its listening sockets (one, or one per event loop), to hand to a successor process
+    /// that takes the port over with no connection refused
+    /// ([`systemd::hand_over`](crate::systemd::hand_over)). Valid until the shutdown begins.
+    pub fn listener_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        self.0.listener_fds()
     }
 
     /// A handle that can start a shutdown from any thread.
