@@ -49,6 +49,9 @@ pub(crate) struct Entry {
     peer: Option<Address>,
     /// The exchange's client, when a proxy in front reported it: logged instead of the peer.
     client: Option<IpAddr>,
+    /// The connection's client, as its PROXY protocol header named it: logged for an exchange
+    /// that has no client of its own (one refused before its head was whole).
+    proxied: Option<IpAddr>,
     /// `METHOD TARGET VERSION`; empty when no head was read for this exchange (an error
     /// answered to a malformed head is logged as `"-"`).
     line: String,
@@ -62,6 +65,7 @@ impl AccessLog {
         AccessLog::On(Box::new(Entry {
             peer,
             client: None,
+            proxied: None,
             line: String::new(),
             started: None,
             status: 0,
@@ -93,6 +97,14 @@ impl AccessLog {
     pub(crate) fn client(&mut self, client: Option<IpAddr>) {
         if let AccessLog::On(e) = self {
             e.client = client;
+        }
+    }
+
+    /// The connection's client, as its PROXY protocol header named it (`None` until read).
+    #[inline]
+    pub(crate) fn proxied(&mut self, client: Option<IpAddr>) {
+        if let AccessLog::On(e) = self {
+            e.proxied = client;
         }
     }
 
@@ -146,7 +158,7 @@ impl Entry {
             0 => 499,
             status => status,
         };
-        match (self.client, &self.peer) {
+        match (self.client.or(self.proxied), &self.peer) {
             (Some(client), _) => {
                 log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms")
             }

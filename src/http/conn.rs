@@ -2,6 +2,7 @@
 //! and the persistence decision between them. It never touches a socket: both engines drive it.
 
 use std::io::Write;
+use std::net::IpAddr;
 
 use crate::http::access::{AccessLog, Logging};
 use crate::http::address::Address;
@@ -170,6 +171,12 @@ impl Conn {
 
     pub(crate) fn state(&self) -> State {
         self.state
+    }
+
+    /// The connection's PROXY protocol header named `client` (the access log names it for an
+    /// exchange refused before its head was whole).
+    pub(crate) fn proxied(&mut self, client: Option<IpAddr>) {
+        self.access.proxied(client);
     }
 
     /// The request just read comes from `origin` (the access log names its client).

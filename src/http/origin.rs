@@ -261,8 +261,25 @@ fn values_from_the_right<'h>(
     head.headers_raw()
         .rev()
         .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-        // A line that is not text is no address: its hop ends the walk.
-        .map(|(_, v)| std::str::from_utf8(v).unwrap_or("\u{0}"))
+        // A line that is not text is no address: its hop ends the walk. So is one with a
+        // separator inside a quoted string, which a list split at separators would misread.
+        .map(|(_, v)| match std::str::from_utf8(v) {
+            Ok(v) if !quotes_a_separator(v) => v,
+            _ => "\u{0}",
+        })
+}
+
+/// True when a `,` or `;` stands inside a quoted string of `value` (`host="a,for=…"`).
+fn quotes_a_separator(value: &str) -> bool {
+    let mut quoted = false;
+    for b in value.bytes() {
+        match b {
+            b'"' => quoted = !quoted,
+            b',' | b';' if quoted => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Walks hops from the right: each becomes the client, and the walk goes on past it only while
@@ -420,6 +437,26 @@ mod tests {
             &relay("10.0.0.0/8, forwarded"),
         );
         assert_eq!(origin.reported, Some(ip("192.0.2.61")));
+    }
+
+    #[test]
+    fn a_separator_inside_quotes_ends_the_walk() {
+        let head = request("Forwarded: for=192.0.2.1;host=\"x,for=9.9.9.9\"\r\n");
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, forwarded"),
+        );
+        assert_eq!(origin.reported, None);
+        let head = request("Forwarded: for=\"[2001:db8::1]:80\";proto=https\r\n");
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, forwarded"),
+        );
+        assert_eq!(origin.reported, Some(ip("2001:db8::1")));
     }
 
     #[test]

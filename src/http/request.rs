@@ -364,10 +364,11 @@ impl<'a> Request<'a> {
         self.peer.and_then(Address::tcp)
     }
 
-    /// The client's IP address: the one a PROXY protocol header reported (with the engine's
-    /// `proxy_protocol` on), or the one the forwarded headers of a trusted proxy name
-    /// (`trusted_proxies`), or else the peer's. `None` for a peer on a Unix domain socket that
-    /// no proxy reported a client for.
+    /// The client's IP address. The nearest hop is the peer, or with the engine's
+    /// `proxy_protocol` on, the client its PROXY protocol header named. When that hop is one of
+    /// the engine's `trusted_proxies`, the forwarded header they write names the client
+    /// (walked from the right, past other trusted proxies); otherwise the hop is the client.
+    /// `None` for a peer on a Unix domain socket that no proxy reported a client for.
     pub fn client_ip(&self) -> Option<IpAddr> {
         self.head
             .origin

@@ -18,7 +18,9 @@ use ppp::{HeaderResult, PartialResult, v1, v2};
 use crate::transport::Transport;
 
 /// The longest header read: a version 1 header is at most 107 bytes; version 2's addresses
-/// take 216 at most, and its extensions (TLVs: TLS details, a unique id) fit in the rest.
+/// take 216 at most, and its extensions (TLVs: TLS details, a unique id) fit in the rest. It
+/// is held only as its bytes arrive, until the head deadline at most, outside the memory
+/// budget (as the engines' read buffers are).
 const MAX_HEADER: usize = 4096;
 
 /// How much is read at once while the header is incomplete: a version 1 header whole, and a
@@ -80,6 +82,9 @@ impl<T: Transport> Proxied<T> {
                 }
                 Parsed::Partial if bytes.len() < MAX_HEADER => {}
                 Parsed::Partial | Parsed::Invalid => {
+                    log::debug!(
+                        "closing a connection that did not begin with a PROXY protocol header"
+                    );
                     return Err(io::Error::new(
                         ErrorKind::InvalidData,
                         "the connection did not begin with a PROXY protocol header",
@@ -220,6 +225,68 @@ impl<T: Transport> Transport for Proxied<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::net::UnixStream;
+
+    /// A proxied stream over one end of a socket pair, and the other end.
+    fn pair() -> (Proxied<UnixStream>, UnixStream) {
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        ours.set_nonblocking(true).expect("non-blocking");
+        (Proxied::new(ours), theirs)
+    }
+
+    #[test]
+    fn a_header_in_pieces_is_read_across_reads_and_what_follows_is_returned_whole() {
+        let (mut stream, mut peer) = pair();
+        let header = b"PROXY TCP4 192.0.2.7 10.0.0.2 51000 80\r\n";
+        let mut buf = [0u8; 4];
+        peer.write_all(&header[..10]).expect("send");
+        let read = stream.read(&mut buf);
+        assert_eq!(read.map_err(|e| e.kind()), Err(ErrorKind::WouldBlock));
+        assert_eq!(stream.proxied_source(), None);
+        peer.write_all(&header[10..]).expect("send");
+        peer.write_all(b"GET / HTTP/1.1\r\n").expect("send");
+        // What followed the header comes out in the caller's pieces, flagged as buffered.
+        let mut got = Vec::new();
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(got, b"GET / HTTP/1.1\r\n");
+        assert!(!stream.buffered_input());
+        assert_eq!(
+            stream.proxied_source(),
+            Some("192.0.2.7:51000".parse().expect("an address"))
+        );
+        peer.write_all(b"Host: t").expect("send");
+        let n = stream.read(&mut buf).expect("passed through");
+        assert_eq!(&buf[..n], b"Host");
+    }
+
+    #[test]
+    fn leftover_bytes_are_buffered_input_until_read() {
+        let (mut stream, mut peer) = pair();
+        peer.write_all(b"PROXY UNKNOWN\r\nGET").expect("send");
+        let mut one = [0u8; 1];
+        assert_eq!(stream.read(&mut one).expect("a byte"), 1);
+        assert!(stream.buffered_input(), "two bytes left inside");
+        assert_eq!(stream.read(&mut one).expect("a byte"), 1);
+        assert_eq!(stream.read(&mut one).expect("a byte"), 1);
+        assert!(!stream.buffered_input());
+        assert_eq!(&one, b"T");
+    }
+
+    #[test]
+    fn the_end_of_the_stream_inside_the_header_is_an_error() {
+        let (mut stream, mut peer) = pair();
+        peer.write_all(b"PROXY TCP4 192").expect("send");
+        drop(peer);
+        let read = stream.read(&mut [0u8; 8]);
+        assert_eq!(read.map_err(|e| e.kind()), Err(ErrorKind::UnexpectedEof));
+    }
 
     fn v2_header(source: &str) -> Vec<u8> {
         let source: SocketAddr = source.parse().expect("an address");

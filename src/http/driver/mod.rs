@@ -200,7 +200,11 @@ impl Driver {
             }
             // The client a PROXY protocol header named: known once the stream gave a byte.
             let proxied = match cx.rules.relay.proxy_protocol {
-                true => io.proxied_source().map(|a| a.ip()),
+                true => {
+                    let proxied = io.proxied_source().map(|a| a.ip());
+                    self.conn.proxied(proxied);
+                    proxied
+                }
                 false => None,
             };
             match self.process(proxied, cx) {
