@@ -122,6 +122,7 @@ mod http;
 mod interop;
 #[cfg(feature = "json")]
 mod json;
+pub mod layer;
 mod limits;
 mod net;
 mod rate;
@@ -130,6 +131,7 @@ mod router;
 mod serve_dir;
 pub mod sse;
 pub mod stats;
+pub mod testing;
 mod transport;
 mod upgraded;
 pub mod ws;

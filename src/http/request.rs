@@ -1,5 +1,6 @@
 //! The request a handler receives.
 
+use std::any::Any;
 use std::fmt;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
@@ -225,7 +226,14 @@ pub struct Request<'a> {
     /// The path parameters of the route a [`Router`](crate::Router) matched; `None` (one word,
     /// no allocation) for a request no router has matched.
     params: Option<&'a RouteParams<'a>>,
+    /// Values layers put on the request for the handler (none: no allocation).
+    extensions: ::http::Extensions,
+    /// The application state of the innermost [`Router`](crate::Router) with one.
+    state: Option<&'a State>,
 }
+
+/// Application state, as a router holds it: any value, shared by every request.
+pub(crate) type State = dyn Any + Send + Sync;
 
 impl<'a> Request<'a> {
     /// The parsed head, for protocols built on the request (the WebSocket handshake).
@@ -243,20 +251,72 @@ impl<'a> Request<'a> {
             body: RequestBody { inner: body },
             peer,
             params: None,
+            extensions: ::http::Extensions::new(),
+            state: None,
         }
     }
 
-    /// This request, reborrowed with the path parameters of a matched route: what a
-    /// [`Router`](crate::Router) hands the route's handler. The body is the same reader.
-    pub(crate) fn with_params<'b>(&'b mut self, params: &'b RouteParams<'b>) -> Request<'b> {
+    /// This request, reborrowed with the path parameters of a matched route and the router's
+    /// state (or the state it had): what a [`Router`](crate::Router) hands the route's handler.
+    /// The body is the same reader; the extensions move over (see
+    /// [`Request::return_extensions`]).
+    pub(crate) fn routed<'b>(
+        &'b mut self,
+        params: Option<&'b RouteParams<'b>>,
+        state: Option<&'b State>,
+    ) -> Request<'b> {
         Request {
             head: self.head,
             body: RequestBody {
                 inner: &mut *self.body.inner,
             },
             peer: self.peer,
-            params: Some(params),
+            params: params.or(self.params),
+            extensions: std::mem::take(&mut self.extensions),
+            state: state.or(self.state),
         }
+    }
+
+    /// The extensions of a [routed](Request::routed) request, back on this one once its
+    /// handler returned (what the handler added is seen by the layers outside the router).
+    pub(crate) fn return_extensions(&mut self, extensions: ::http::Extensions) {
+        self.extensions = extensions;
+    }
+
+    /// This request's extensions, taken.
+    pub(crate) fn take_extensions(&mut self) -> ::http::Extensions {
+        std::mem::take(&mut self.extensions)
+    }
+
+    /// The value of type `T` a layer put on the request ([`Request::insert_extension`]), if
+    /// one did.
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.extensions.get::<T>()
+    }
+
+    /// The value of type `T` a layer put on the request, to change.
+    pub fn extension_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
+        self.extensions.get_mut::<T>()
+    }
+
+    /// Puts `value` on the request for the handlers and layers after this one to read with
+    /// [`Request::extension`]: one value per type (a newtype names it: `struct UserId(u64)`).
+    /// Returns the value of the type it had. The first costs one allocation; a request with
+    /// none allocates nothing.
+    pub fn insert_extension<T: Clone + Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        self.extensions.insert(value)
+    }
+
+    /// Takes the value of type `T` off the request.
+    pub fn remove_extension<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+        self.extensions.remove::<T>()
+    }
+
+    /// The application state of the innermost [`Router`](crate::Router) that routed this
+    /// request and has one ([`Router::with_state`](crate::Router::with_state)), if it is an
+    /// `S`: shared by every request, cloned for none.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&'a S> {
+        self.state.and_then(|s| s.downcast_ref::<S>())
     }
 
     /// The path parameters of the route a router matched, if any.

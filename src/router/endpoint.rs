@@ -49,6 +49,19 @@ impl Endpoint {
         }
     }
 
+    /// Replaces each handler with what `f` makes of it.
+    pub(crate) fn map_handlers(
+        &mut self,
+        f: &mut impl FnMut(Arc<dyn Handler>) -> Arc<dyn Handler>,
+    ) {
+        for (_, handler) in &mut self.methods {
+            *handler = f(handler.clone());
+        }
+        if let Some(handler) = self.any.take() {
+            self.any = Some(f(handler));
+        }
+    }
+
     /// Every handler with what it answers, for moving them into another router.
     pub(crate) fn into_handlers(self) -> impl Iterator<Item = (On, Arc<dyn Handler>)> {
         let any = self.any.map(|h| (On::Any, h));

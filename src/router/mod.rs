@@ -3,6 +3,7 @@
 
 mod endpoint;
 mod params;
+mod wrap;
 
 use std::fmt;
 use std::sync::Arc;
@@ -103,6 +104,8 @@ pub struct Router {
     nested_matcher: matchit::Router<usize>,
     nested: Vec<(String, Arc<dyn Handler>)>,
     fallback: Option<Arc<dyn Handler>>,
+    /// Shared with every handler ([`Router::with_state`]).
+    state: Option<Arc<crate::http::request::State>>,
 }
 
 impl Router {
@@ -274,11 +277,20 @@ impl Router {
     /// When `prefix` does not start with `/`, ends with `/` or is `/` alone (merge the routes
     /// into one router instead), and as [`Router::get`] for a nested route that conflicts with
     /// one here, or a nested fallback at a prefix that already has one.
-    pub fn nest(mut self, prefix: &str, router: Router) -> Router {
+    pub fn nest(mut self, prefix: &str, mut router: Router) -> Router {
         assert!(
             prefix.starts_with('/') && !prefix.ends_with('/'),
             "nest {prefix:?}: a prefix starts with '/' and does not end with one"
         );
+        // Its handlers keep its state once merged here.
+        if let Some(state) = router.state.take() {
+            router.map_handlers(|inner| {
+                Arc::new(wrap::Stated {
+                    state: state.clone(),
+                    inner,
+                })
+            });
+        }
         for endpoint in router.endpoints {
             let path = match endpoint.pattern.as_str() {
                 "/" => prefix.to_owned(),
@@ -316,6 +328,19 @@ impl Router {
         let endpoint = &mut self.endpoints[index];
         if !endpoint.add(on.clone(), handler) {
             panic!("route {path:?}: {on:?} has a handler already");
+        }
+    }
+
+    /// Replaces each handler (routes', fallbacks') with what `f` makes of it.
+    fn map_handlers(&mut self, mut f: impl FnMut(Arc<dyn Handler>) -> Arc<dyn Handler>) {
+        for endpoint in &mut self.endpoints {
+            endpoint.map_handlers(&mut f);
+        }
+        for (_, handler) in &mut self.nested {
+            *handler = f(handler.clone());
+        }
+        if let Some(handler) = self.fallback.take() {
+            self.fallback = Some(f(handler));
         }
     }
 
@@ -369,11 +394,12 @@ impl Router {
 
 impl Handler for Router {
     fn handle(&self, req: &mut Request<'_>) -> Response {
+        let state = self.state.as_deref();
         match self.pick(req.method(), req.path()) {
             // The route's handler sees its parameters, and only them.
-            Pick::Route(handler, params) => handler.handle(&mut req.with_params(&params)),
+            Pick::Route(handler, params) => wrap::run(req, Some(&params), state, handler),
             Pick::NotAllowed(endpoint) => endpoint.method_not_allowed(),
-            Pick::Whole(handler) => handler.handle(req),
+            Pick::Whole(handler) => wrap::run(req, None, state, handler),
             Pick::NotFound => Response::new(404),
         }
     }
