@@ -189,3 +189,14 @@ impl std::error::Error for Error {
         self.io.as_ref().map(|e| e as _)
     }
 }
+
+/// The status the server answers a body read error with: that of the [`Error`] inside it (413,
+/// 400), 408 for a timeout, else 400.
+pub(crate) fn body_status(e: &io::Error) -> u16 {
+    let inner = e.get_ref().and_then(|e| e.downcast_ref::<Error>());
+    match inner.and_then(Error::status) {
+        Some(status) => status,
+        None if e.kind() == io::ErrorKind::TimedOut => 408,
+        None => 400,
+    }
+}

@@ -69,22 +69,11 @@ impl JsonError {
     /// the status the server answers that body with (413, 400, 408).
     pub fn status(&self) -> u16 {
         match (&self.failure, self.kind()) {
-            (Failure::Body(e), _) => body_status(e),
+            (Failure::Body(e), _) => crate::error::body_status(e),
             (_, JsonErrorKind::ContentType) => 415,
             (_, JsonErrorKind::Data) => 422,
             _ => 400,
         }
-    }
-}
-
-/// The status the server answers a body read error with: that of the [`Error`] inside it (413,
-/// 400), 408 for a timeout, else 400.
-fn body_status(e: &io::Error) -> u16 {
-    let inner = e.get_ref().and_then(|e| e.downcast_ref::<Error>());
-    match inner.and_then(Error::status) {
-        Some(status) => status,
-        None if e.kind() == io::ErrorKind::TimedOut => 408,
-        None => 400,
     }
 }
 
@@ -415,13 +404,13 @@ mod tests {
     fn a_body_error_keeps_its_status() {
         let wrapped = |kind| io::Error::new(io::ErrorKind::InvalidData, Error::new(kind));
         let too_large = wrapped(crate::ErrorKind::BodyTooLarge);
-        assert_eq!(body_status(&too_large), 413);
+        assert_eq!(crate::error::body_status(&too_large), 413);
         let bad_chunk = wrapped(crate::ErrorKind::BadRequest);
-        assert_eq!(body_status(&bad_chunk), 400);
+        assert_eq!(crate::error::body_status(&bad_chunk), 400);
         let slow = io::Error::from(io::ErrorKind::TimedOut);
-        assert_eq!(body_status(&slow), 408);
+        assert_eq!(crate::error::body_status(&slow), 408);
         let gone = wrapped(crate::ErrorKind::ConnectionClosed);
-        assert_eq!(body_status(&gone), 400);
+        assert_eq!(crate::error::body_status(&gone), 400);
     }
 
     #[test]

@@ -171,6 +171,7 @@ pub use choice::{Builder, Engine, Running};
 pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::{Handler, Streaming, handler_fn, streaming};
+pub use http::form::{Form, FormError};
 pub use http::origin::{Scheme, TrustedProxies, TrustedProxiesError};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};

@@ -12,6 +12,7 @@ pub(crate) mod date;
 pub(crate) mod driver;
 pub(crate) mod due;
 pub(crate) mod file;
+pub(crate) mod form;
 pub(crate) mod linger;
 pub(crate) mod origin;
 pub(crate) mod parse;
