@@ -34,6 +34,10 @@
 //! # let _ = api;
 //! ```
 
+mod cors;
+
+pub use cors::Cors;
+
 use crate::{Handler, Request, Response};
 
 /// The rest of the chain, for a layer to run: the layers inside it, then the handler.
