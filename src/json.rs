@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
-use crate::{Error, Request, Response};
+use crate::{Request, Response};
 
 /// Why [`Request::read_json`] refused a request, and the answer to give: [`JsonError::status`],
 /// or the whole response with `Response::from(err)` (`err.into()` where a [`Response`] is
@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_body_error_keeps_its_status() {
-        let wrapped = |kind| io::Error::new(io::ErrorKind::InvalidData, Error::new(kind));
+        let wrapped = |kind| io::Error::new(io::ErrorKind::InvalidData, crate::Error::new(kind));
         let too_large = wrapped(crate::ErrorKind::BodyTooLarge);
         assert_eq!(crate::error::body_status(&too_large), 413);
         let bad_chunk = wrapped(crate::ErrorKind::BadRequest);
