@@ -14,6 +14,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::http::address::Address;
+use crate::http::origin::Client;
 use crate::http::request::{RequestHead, Version};
 
 /// The `log` target of the access log.
@@ -48,7 +49,7 @@ pub(crate) enum AccessLog {
 pub(crate) struct Entry {
     peer: Option<Address>,
     /// The exchange's client, when a proxy in front reported it: logged instead of the peer.
-    client: Option<IpAddr>,
+    client: Client,
     /// The connection's client, as its PROXY protocol header named it: logged for an exchange
     /// that has no client of its own (one refused before its head was whole).
     proxied: Option<IpAddr>,
@@ -64,7 +65,7 @@ impl AccessLog {
     pub(crate) fn on(peer: Option<Address>) -> Self {
         AccessLog::On(Box::new(Entry {
             peer,
-            client: None,
+            client: Client::Peer,
             proxied: None,
             line: String::new(),
             started: None,
@@ -77,7 +78,7 @@ impl AccessLog {
     pub(crate) fn head(&mut self, head: &RequestHead) {
         if let AccessLog::On(e) = self {
             e.line.clear();
-            e.client = None;
+            e.client = Client::Peer;
             let version = match head.version {
                 Version::Http10 => "HTTP/1.0",
                 Version::Http11 => "HTTP/1.1",
@@ -92,9 +93,9 @@ impl AccessLog {
         }
     }
 
-    /// The exchange's client, as a proxy in front reported it (`None`: the peer).
+    /// The exchange's client, as a proxy in front reported it.
     #[inline]
-    pub(crate) fn client(&mut self, client: Option<IpAddr>) {
+    pub(crate) fn client(&mut self, client: Client) {
         if let AccessLog::On(e) = self {
             e.client = client;
         }
@@ -158,18 +159,24 @@ impl Entry {
             0 => 499,
             status => status,
         };
-        match (self.client.or(self.proxied), &self.peer) {
-            (Some(client), _) => {
+        let client = match self.client {
+            Client::Peer => self.proxied.map_or(Client::Peer, Client::At),
+            named => named,
+        };
+        match (client, &self.peer) {
+            (Client::At(client), _) => {
                 log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms")
             }
-            (None, Some(peer)) => {
+            (Client::Peer, Some(peer)) => {
                 log::info!(target: TARGET, "{peer} \"{line}\" {status} {bytes} {ms:.2}ms")
             }
-            (None, None) => log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms"),
+            (Client::Peer | Client::Unknown, _) => {
+                log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms")
+            }
         }
         self.line.clear();
         self.started = None;
-        self.client = None;
+        self.client = Client::Peer;
     }
 }
 

@@ -181,7 +181,7 @@ impl Conn {
 
     /// The request just read comes from `origin` (the access log names its client).
     pub(crate) fn located(&mut self, origin: &Origin) {
-        self.access.client(origin.reported);
+        self.access.client(origin.client);
     }
 
     /// Tries to parse a request head from the front of `buf`. On success the head's bytes are

@@ -213,9 +213,32 @@ impl Hop {
 /// Where a request comes from, as its head carries it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Origin {
-    /// The client's address, when a proxy reported one; otherwise the peer is the client.
-    pub(crate) reported: Option<IpAddr>,
+    pub(crate) client: Client,
     pub(crate) scheme: Scheme,
+}
+
+/// Who the client is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Client {
+    /// The connection's peer: nobody in front said otherwise.
+    #[default]
+    Peer,
+    /// The address a PROXY protocol header or a trusted proxy's forwarded header named.
+    At(IpAddr),
+    /// A trusted proxy's forwarded header was there but named nobody this server can believe
+    /// (an entry that is no address): not the proxy, not a guess.
+    Unknown,
+}
+
+impl Client {
+    /// The client's address, given the peer's.
+    pub(crate) fn ip(self, peer: Option<IpAddr>) -> Option<IpAddr> {
+        match self {
+            Client::Peer => peer,
+            Client::At(ip) => Some(ip),
+            Client::Unknown => None,
+        }
+    }
 }
 
 /// Works out where the request `head` comes from: its connection's `peer`, the address a
@@ -228,7 +251,7 @@ pub(crate) fn locate(
     relay: &Relay,
 ) -> Origin {
     let mut origin = Origin {
-        reported: proxied,
+        client: proxied.map_or(Client::Peer, Client::At),
         scheme: relay.scheme,
     };
     // Behind the PROXY protocol the nearest hop is the one its header named: a header that
@@ -240,12 +263,14 @@ pub(crate) fn locate(
     if relay.trusted.is_empty() || !relay.trusted.trusts(nearest) {
         return origin;
     }
-    let (client, scheme) = match relay.trusted.header {
+    let (walked, scheme) = match relay.trusted.header {
         Written::Forwarded => from_forwarded(head, &relay.trusted),
         Written::XForwarded => from_x_forwarded(head, &relay.trusted),
     };
-    if client.is_some() {
-        origin.reported = client;
+    match walked {
+        Walked::Client(ip) => origin.client = Client::At(ip),
+        Walked::Unknown => origin.client = Client::Unknown,
+        Walked::NoHeader => {}
     }
     if let Some(scheme) = scheme {
         origin.scheme = scheme;
@@ -253,87 +278,114 @@ pub(crate) fn locate(
     origin
 }
 
-/// The values of the header `name`, last line first.
-fn values_from_the_right<'h>(
+/// The values of the header `name`, as sent, last line first.
+fn lines_from_the_right<'h>(
     head: &'h RequestHead,
     name: &'static str,
-) -> impl Iterator<Item = &'h str> {
+) -> impl Iterator<Item = &'h [u8]> {
     head.headers_raw()
         .rev()
         .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-        // A line that is not text is no address: its hop ends the walk. So is one with a
-        // separator inside a quoted string, which a list split at separators would misread.
-        .map(|(_, v)| match std::str::from_utf8(v) {
-            Ok(v) if !quotes_a_separator(v) => v,
-            _ => "\u{0}",
-        })
+        .map(|(_, v)| v)
 }
 
-/// True when a `,` or `;` stands inside a quoted string of `value` (`host="a,for=…"`).
-fn quotes_a_separator(value: &str) -> bool {
-    let mut quoted = false;
-    for b in value.bytes() {
+/// The elements of a list field's line (`a, b`), split at the commas outside quoted strings
+/// (`"…"`, with `\` escapes), last first, trimmed, empty ones skipped.
+fn elements_from_the_right(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut cuts = Vec::new();
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, &b) in line.iter().enumerate() {
         match b {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
             b'"' => quoted = !quoted,
-            b',' | b';' if quoted => return true,
+            b',' if !quoted => cuts.push(i),
             _ => {}
         }
     }
-    false
+    let starts = std::iter::once(0).chain(cuts.iter().map(|c| c + 1));
+    let ends = cuts.iter().copied().chain(std::iter::once(line.len()));
+    let elements: Vec<&[u8]> = starts
+        .zip(ends)
+        .filter_map(|(s, e)| line.get(s..e))
+        .map(<[u8]>::trim_ascii)
+        .filter(|e| !e.is_empty())
+        .collect();
+    elements.into_iter().rev()
 }
 
-/// Walks hops from the right: each becomes the client, and the walk goes on past it only while
-/// it is a trusted proxy; a hop that is not an address ends it.
-fn walk(hops: impl Iterator<Item = Option<IpAddr>>, trusted: &TrustedProxies) -> Option<IpAddr> {
-    let mut client = None;
+/// How a walk of the hops ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walked {
+    /// At the client: the first hop that is not a trusted proxy (or the leftmost, when all
+    /// are).
+    Client(IpAddr),
+    /// At an entry that is no address before any hop that is not a trusted proxy.
+    Unknown,
+    /// No hop at all: the header is not there.
+    NoHeader,
+}
+
+/// Walks hops from the right (the nearest first) past trusted proxies: the client is the first
+/// that is not one. An entry that is no address (`None`) ends the walk with no client: what is
+/// left of it is anyone's to write.
+fn walk(hops: impl Iterator<Item = Option<IpAddr>>, trusted: &TrustedProxies) -> Walked {
+    let mut last = None;
     for hop in hops {
-        let Some(ip) = hop else { break };
-        client = Some(ip);
+        let Some(ip) = hop else {
+            return Walked::Unknown;
+        };
         if !trusted.trusts_ip(ip) {
-            break;
+            return Walked::Client(ip);
         }
+        last = Some(ip);
     }
-    client
+    last.map_or(Walked::NoHeader, Walked::Client)
 }
 
-/// The client and scheme from `Forwarded` (RFC 7239): `for=` of each element from the right,
-/// `proto=` of the last element (the one the trusted peer added).
-fn from_forwarded(
-    head: &RequestHead,
-    trusted: &TrustedProxies,
-) -> (Option<IpAddr>, Option<Scheme>) {
-    let elements =
-        || values_from_the_right(head, "forwarded").flat_map(|value| rfc7239::parse(value).rev());
-    let hops = elements().map(|element| {
-        element
-            .ok()
-            .and_then(|e| e.forwarded_for.and_then(|node| node.ip().copied()))
-    });
+/// The client and scheme from `Forwarded` (RFC 7239, each element parsed by `rfc7239`):
+/// `for=` of each element from the right, `proto=` of the last element (the one the trusted
+/// peer added).
+fn from_forwarded(head: &RequestHead, trusted: &TrustedProxies) -> (Walked, Option<Scheme>) {
+    let elements = || lines_from_the_right(head, "forwarded").flat_map(elements_from_the_right);
+    let parsed = |element: &[u8]| -> Option<(Option<IpAddr>, Option<Scheme>)> {
+        let text = std::str::from_utf8(element).ok()?;
+        let mut parsed = rfc7239::parse(text);
+        let one = parsed.next()?.ok()?;
+        if parsed.next().is_some() {
+            return None;
+        }
+        let ip = one.forwarded_for.and_then(|node| node.ip().copied());
+        Some((ip, one.protocol.and_then(Scheme::named)))
+    };
+    let hops = elements().map(|e| parsed(e).and_then(|(ip, _)| ip));
     let scheme = elements()
         .next()
-        .and_then(|element| element.ok()?.protocol.and_then(Scheme::named));
+        .and_then(|e| parsed(e))
+        .and_then(|(_, scheme)| scheme);
     (walk(hops, trusted), scheme)
 }
 
 /// The client from `X-Forwarded-For` (addresses, optionally with a port), the scheme from the
 /// last `X-Forwarded-Proto`.
-fn from_x_forwarded(
-    head: &RequestHead,
-    trusted: &TrustedProxies,
-) -> (Option<IpAddr>, Option<Scheme>) {
-    let hops = values_from_the_right(head, "x-forwarded-for")
-        .flat_map(|value| value.split(',').rev())
-        .map(|hop| parse_hop(hop.trim()));
-    let scheme = values_from_the_right(head, "x-forwarded-proto")
+fn from_x_forwarded(head: &RequestHead, trusted: &TrustedProxies) -> (Walked, Option<Scheme>) {
+    let hops = lines_from_the_right(head, "x-forwarded-for")
+        .flat_map(|line| line.split(|&b| b == b',').rev())
+        .map(<[u8]>::trim_ascii)
+        .filter(|hop| !hop.is_empty())
+        .map(parse_hop);
+    let scheme = lines_from_the_right(head, "x-forwarded-proto")
         .next()
-        .and_then(|value| value.rsplit(',').next())
+        .and_then(|line| line.rsplit(|&b| b == b',').next())
+        .and_then(|value| std::str::from_utf8(value).ok())
         .and_then(Scheme::named);
     (walk(hops, trusted), scheme)
 }
 
 /// An `X-Forwarded-For` hop: an IP address, or one with a port (`192.0.2.7:5100`,
-/// `[2001:db8::7]:5100`).
-fn parse_hop(hop: &str) -> Option<IpAddr> {
+/// `[2001:db8::7]:5100`); anything else (not text, quoted, a name) is none.
+fn parse_hop(hop: &[u8]) -> Option<IpAddr> {
+    let hop = std::str::from_utf8(hop).ok()?;
     hop.parse::<IpAddr>()
         .ok()
         .or_else(|| hop.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
@@ -384,24 +436,29 @@ mod tests {
              X-Forwarded-Proto: http, https\r\n",
         );
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
-        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        assert_eq!(origin.client, Client::At(ip("192.0.2.7")));
         assert_eq!(origin.scheme, Scheme::Https);
         // A Unix peer, trusted.
         let origin = locate(&head, Hop::Unix, None, &relay("unix, 10.0.0.0/8"));
-        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        assert_eq!(origin.client, Client::At(ip("192.0.2.7")));
         // Every hop trusted: the leftmost is the client.
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("0.0.0.0/0"));
-        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+        assert_eq!(origin.client, Client::At(ip("198.51.100.1")));
     }
 
     #[test]
     fn a_hop_that_is_no_address_ends_the_walk() {
+        // Behind the trusted 10.0.0.9 an entry that is no address: nobody can be believed.
         let head = request("X-Forwarded-For: 198.51.100.1, garbage, 10.0.0.9\r\n");
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
-        assert_eq!(origin.reported, Some(ip("10.0.0.9")));
+        assert_eq!(origin.client, Client::Unknown);
+        // A client's garbage left of the address the proxy appended does not hide it.
+        let head = request("X-Forwarded-For: \"garbage, 198.51.100.7\r\n");
+        let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
+        assert_eq!(origin.client, Client::At(ip("198.51.100.7")));
         let head = request("X-Forwarded-For: [2001:db8::7]:5100\r\n");
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
-        assert_eq!(origin.reported, Some(ip("2001:db8::7")));
+        assert_eq!(origin.client, Client::At(ip("2001:db8::7")));
     }
 
     #[test]
@@ -412,7 +469,7 @@ mod tests {
         );
         // A client's own `Forwarded` beside the proxy's `X-Forwarded-For`: not read.
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
-        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+        assert_eq!(origin.client, Client::At(ip("198.51.100.1")));
         assert_eq!(origin.scheme, Scheme::Http);
         let origin = locate(
             &head,
@@ -420,7 +477,7 @@ mod tests {
             None,
             &relay("10.0.0.0/8, forwarded"),
         );
-        assert_eq!(origin.reported, Some(ip("2001:db8:cafe::17")));
+        assert_eq!(origin.client, Client::At(ip("2001:db8:cafe::17")));
         assert_eq!(origin.scheme, Scheme::Https);
         let origin = locate(
             &head,
@@ -428,7 +485,7 @@ mod tests {
             None,
             &relay("10.0.0.0/8, 2001:db8::/32, forwarded"),
         );
-        assert_eq!(origin.reported, Some(ip("192.0.2.60")));
+        assert_eq!(origin.client, Client::At(ip("192.0.2.60")));
         let obfuscated = request("Forwarded: for=_hidden, for=192.0.2.61\r\n");
         let origin = locate(
             &obfuscated,
@@ -436,7 +493,7 @@ mod tests {
             None,
             &relay("10.0.0.0/8, forwarded"),
         );
-        assert_eq!(origin.reported, Some(ip("192.0.2.61")));
+        assert_eq!(origin.client, Client::At(ip("192.0.2.61")));
     }
 
     #[test]
@@ -448,7 +505,7 @@ mod tests {
             None,
             &relay("10.0.0.0/8, forwarded"),
         );
-        assert_eq!(origin.reported, None);
+        assert_eq!(origin.client, Client::Unknown);
         let head = request("Forwarded: for=\"[2001:db8::1]:80\";proto=https\r\n");
         let origin = locate(
             &head,
@@ -456,7 +513,7 @@ mod tests {
             None,
             &relay("10.0.0.0/8, forwarded"),
         );
-        assert_eq!(origin.reported, Some(ip("2001:db8::1")));
+        assert_eq!(origin.client, Client::At(ip("2001:db8::1")));
     }
 
     #[test]
@@ -465,7 +522,28 @@ mod tests {
         raw.extend_from_slice(b"X-Forwarded-For: 198.51.100.1, \xff\r\n\r\n");
         let head = RequestHead::parsed(&raw);
         let origin = locate(&head, Hop::Ip(ip(PROXY)), None, &relay("10.0.0.0/8"));
-        assert_eq!(origin.reported, None);
+        assert_eq!(origin.client, Client::Unknown);
+        // Merged by the proxy into one line after the client's bytes: the proxy's entry counts.
+        let raw = b"GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: \xff, 198.51.100.7\r\n\r\n";
+        let origin = locate(
+            &RequestHead::parsed(raw),
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8"),
+        );
+        assert_eq!(origin.client, Client::At(ip("198.51.100.7")));
+        let head = request("Forwarded: host=\"a, for=192.0.2.9\r\n");
+        let origin = locate(
+            &head,
+            Hop::Ip(ip(PROXY)),
+            None,
+            &relay("10.0.0.0/8, forwarded"),
+        );
+        assert_eq!(
+            origin.client,
+            Client::Unknown,
+            "an unclosed quote hides the rest"
+        );
     }
 
     #[test]
@@ -484,10 +562,10 @@ mod tests {
         relay.proxy_protocol = true;
         // The PROXY header's source is a client, not a trusted proxy: its header is ignored.
         let origin = locate(&head, Hop::Ip(ip(PROXY)), Some(ip("192.0.2.7")), &relay);
-        assert_eq!(origin.reported, Some(ip("192.0.2.7")));
+        assert_eq!(origin.client, Client::At(ip("192.0.2.7")));
         // The source is itself a trusted proxy: its forwarded header is read.
         let origin = locate(&head, Hop::Ip(ip(PROXY)), Some(ip("10.0.0.8")), &relay);
-        assert_eq!(origin.reported, Some(ip("198.51.100.1")));
+        assert_eq!(origin.client, Client::At(ip("198.51.100.1")));
     }
 
     #[test]

@@ -428,12 +428,11 @@ impl<'a> Request<'a> {
     /// `proxy_protocol` on, the client its PROXY protocol header named. When that hop is one of
     /// the engine's `trusted_proxies`, the forwarded header they write names the client
     /// (walked from the right, past other trusted proxies); otherwise the hop is the client.
-    /// `None` for a peer on a Unix domain socket that no proxy reported a client for.
+    /// `None` for a peer on a Unix domain socket that no proxy reported a client for, and when
+    /// a trusted proxy's forwarded header names nobody believable (an entry that is not an
+    /// address before any untrusted one: the rest is anyone's to write).
     pub fn client_ip(&self) -> Option<IpAddr> {
-        self.head
-            .origin
-            .reported
-            .or_else(|| self.peer_addr().map(|a| a.ip()))
+        self.head.origin.client.ip(self.peer_addr().map(|a| a.ip()))
     }
 
     /// The scheme the client used: `https` over TLS, or as a trusted proxy's `Forwarded`

@@ -23,6 +23,9 @@ use crate::transport::Transport;
 /// budget (as the engines' read buffers are).
 const MAX_HEADER: usize = 4096;
 
+/// The longest version 1 header, its CRLF included.
+const V1_MAX: usize = 107;
+
 /// How much is read at once while the header is incomplete: a version 1 header whole, and a
 /// version 2 header without extensions.
 const READ_STEP: usize = 256;
@@ -113,16 +116,17 @@ enum Parsed {
 fn parse(bytes: &[u8]) -> Parsed {
     let result = HeaderResult::parse(bytes);
     if result.is_incomplete() {
+        let unknown = bytes.starts_with(b"PROXY UNKNOWN ") || bytes.starts_with(b"PROXY UNKNOWN\r");
         return match (&result, line_end(bytes)) {
             // A version 1 line that ended without its fields is malformed, not partial; one of
             // protocol `UNKNOWN` names nobody, whatever follows (the specification's words).
-            (HeaderResult::V1(_), Some(end)) if bytes.starts_with(b"PROXY UNKNOWN") => {
-                Parsed::Header {
-                    len: end,
-                    source: None,
-                }
-            }
+            (HeaderResult::V1(_), Some(end)) if unknown => Parsed::Header {
+                len: end,
+                source: None,
+            },
             (HeaderResult::V1(_), Some(_)) => Parsed::Invalid,
+            // No line end where the protocol allows one.
+            (HeaderResult::V1(_), None) if bytes.len() >= V1_MAX => Parsed::Invalid,
             _ => Parsed::Partial,
         };
     }
@@ -154,7 +158,7 @@ fn parse(bytes: &[u8]) -> Parsed {
 /// The length of a version 1 header's line, CRLF included, if it ended within the 107 bytes
 /// the protocol allows.
 fn line_end(bytes: &[u8]) -> Option<usize> {
-    let line = bytes.get(..bytes.len().min(107))?;
+    let line = bytes.get(..bytes.len().min(V1_MAX))?;
     line.windows(2).position(|w| w == b"\r\n").map(|i| i + 2)
 }
 
@@ -359,8 +363,13 @@ mod tests {
             b"PROXY TCP4 999.0.2.7 10.0.0.2 51000 80\r\n",
             b"PROXY TCP9 192.0.2.7 10.0.0.2 51000 80\r\n",
             b"PROXY TCP4 192.0.2.7 10.0.0.2 51000\r\nGET / HTTP/1.1\r\n",
+            b"PROXY UNKNOWNxyz\r\n",
+            &[b'P'; 8][..],
         ] {
             assert_eq!(parse(bytes), Parsed::Invalid, "{bytes:?}");
         }
+        let mut long = b"PROXY TCP4 192.0.2.7 10.0.0.2 51000 80".to_vec();
+        long.resize(V1_MAX, b' ');
+        assert_eq!(parse(&long), Parsed::Invalid, "107 bytes and no line end");
     }
 }
