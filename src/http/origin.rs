@@ -361,7 +361,7 @@ fn from_forwarded(head: &RequestHead, trusted: &TrustedProxies) -> (Walked, Opti
     let hops = elements().map(|e| parsed(e).and_then(|(ip, _)| ip));
     let scheme = elements()
         .next()
-        .and_then(|e| parsed(e))
+        .and_then(parsed)
         .and_then(|(_, scheme)| scheme);
     (walk(hops, trusted), scheme)
 }
