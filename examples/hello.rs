@@ -66,10 +66,6 @@ fn main() {
         eprintln!("error: {e}"); // names the address
         std::process::exit(1)
     });
-    eprintln!(
-        "hello: listening on {} ({})",
-        support::url(&running, args.tls_cert.is_some()),
-        args.label()
-    );
+    support::say_listening("hello", &running, &args);
     support::until_signal(running, "hello", signals);
 }

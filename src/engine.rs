@@ -1,7 +1,7 @@
 //! Plumbing both engines share: the shutdown flag, the open-connection count and the counters,
 //! and joining threads against a deadline.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -37,6 +37,9 @@ pub(crate) struct Control {
     threads: AtomicUsize,
     /// The live counters ([`crate::stats`]).
     pub(crate) counters: Counters,
+    /// Duplicates of the listening sockets, for a successor process
+    /// ([`Running::listener_fds`]); closed as the shutdown begins.
+    listeners: Mutex<Vec<OwnedFd>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -60,7 +63,24 @@ impl Control {
             watchers: Mutex::new(Slab::new()),
             threads: AtomicUsize::new(0),
             counters: Counters::new(loops, Budget::new(budget)),
+            listeners: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Duplicates of the listening sockets, while they are open.
+    fn listener_fds(&self) -> Result<Vec<OwnedFd>, Error> {
+        let kept = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .map(|fd| fd.try_clone().map_err(Error::from))
+            .collect()
+    }
+
+    /// Closes the duplicates: the shutdown began.
+    fn close_listeners(&self) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// Publishes this engine's counters through `handle` (made by a builder before serving).
@@ -242,9 +262,6 @@ pub(crate) struct Running {
     pub(crate) address: Address,
     pub(crate) handle: ShutdownHandle,
     pub(crate) threads: Vec<JoinHandle<()>>,
-    /// Its listening sockets, duplicated: what a successor process is handed
-    /// ([`Running::listener_fds`]). Closed as the shutdown begins.
-    listeners: Vec<OwnedFd>,
 }
 
 /// Duplicates of `listeners`, for [`Running`].
@@ -265,31 +282,28 @@ impl Running {
         threads: Vec<JoinHandle<()>>,
         listeners: Vec<OwnedFd>,
     ) -> Self {
+        *control.listeners.lock().unwrap_or_else(|e| e.into_inner()) = listeners;
         crate::systemd::ready();
         Running {
             address,
             handle: ShutdownHandle { control, wakers },
             threads,
-            listeners,
         }
     }
 
-    /// The listening sockets, to hand to a successor process.
-    pub(crate) fn listener_fds(&self) -> Vec<BorrowedFd<'_>> {
-        self.listeners.iter().map(AsFd::as_fd).collect()
+    /// Duplicates of the listening sockets, to hand to a successor process.
+    pub(crate) fn listener_fds(&self) -> Result<Vec<OwnedFd>, Error> {
+        self.handle.control.listener_fds()
     }
 
-    pub(crate) fn wait(mut self) {
-        self.listeners.clear();
+    pub(crate) fn wait(self) {
         for t in self.threads {
             let _ = t.join();
         }
     }
 
-    pub(crate) fn shutdown(mut self, grace: Duration) -> Result<(), Error> {
+    pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
         let deadline = crate::deadline::after(Instant::now(), grace);
-        // A successor has its own copies; without one, new connects are refused at once.
-        self.listeners.clear();
         self.handle.shutdown();
         join_within(self.threads, grace)?;
         // Connection threads (WebSockets closing with 1001) finish on their own.
@@ -324,6 +338,8 @@ impl ShutdownHandle {
     /// Begins the shutdown; returns at once.
     pub fn shutdown(&self) {
         crate::systemd::stopping();
+        // A successor has its own copies; without one, new connects are refused at once.
+        self.control.close_listeners();
         self.control.shutting_down.store(true, Ordering::Release);
         for w in &self.wakers {
             let _ = w.notify();

@@ -128,10 +128,10 @@ impl Process {
         }
     }
 
-    /// A zero-downtime restart: SIGHUP, then the old process's exit once its successor serves.
+    /// A zero-downtime restart: SIGUSR2, then the old process's exit once its successor serves.
     fn restart(&mut self) {
         let pid = self.child.id().to_string();
-        run("kill", &["-HUP", &pid]);
+        run("kill", &["-USR2", &pid]);
         let lines = self.lines.as_ref().expect("a backend's lines");
         let handed = loop {
             let line = lines
@@ -270,9 +270,18 @@ impl Drop for Dir {
     }
 }
 
+/// Whether HAProxy resends a request a server failed to another.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Retries {
+    /// `retries 3`, `option redispatch`, `retry-on conn-failure empty-response`.
+    On,
+    /// None: a request a server fails, fails.
+    Off,
+}
+
 /// HAProxy on `port`, sending PROXY protocol v2 to `servers` (`host:port` or a socket path),
-/// with health checks and retries on another server.
-fn haproxy(dir: &Path, port: u16, servers: &[String]) -> Process {
+/// with health checks.
+fn haproxy(dir: &Path, port: u16, servers: &[String], retries: Retries) -> Process {
     let servers: String = servers
         .iter()
         .enumerate()
@@ -282,11 +291,16 @@ fn haproxy(dir: &Path, port: u16, servers: &[String]) -> Process {
             )
         })
         .collect();
+    let retry = match retries {
+        Retries::On => {
+            "  retries 3\n  option redispatch 1\n  retry-on conn-failure empty-response\n"
+        }
+        Retries::Off => "  retries 0\n",
+    };
     let conf = format!(
-        "{}\n{}\n{servers}",
+        "{}{retry}\n{}\n{servers}",
         "global\n  maxconn 2000\n\
-         defaults\n  mode http\n  timeout connect 2s\n  timeout client 10s\n  timeout server 10s\n  \
-         retries 3\n  option redispatch 1\n  retry-on conn-failure empty-response\n",
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 10s\n  timeout server 10s\n",
         format_args!(
             "frontend front\n  bind 127.0.0.1:{port}\n  default_backend back\n\
              backend back\n  balance roundrobin\n  option httpchk GET /"
@@ -366,7 +380,7 @@ fn proxy_protocol_over_tcp(hosts: &[Host], config: &[&str]) {
     let servers: Vec<String> = hosts.iter().map(Host::addr).collect();
     let dir = Dir::new("pp-tcp");
     let port = free_port();
-    let proxy = haproxy(&dir.0, port, &servers);
+    let proxy = haproxy(&dir.0, port, &servers, Retries::On);
     wait_served(proxy_addr(port));
     assert_clients(
         proxy_addr(port),
@@ -430,7 +444,7 @@ fn over_unix_sockets(hosts: &[Host], config: &[&str]) {
         .collect();
     let servers: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let port = free_port();
-    let proxy = haproxy(&dir.0, port, &servers);
+    let proxy = haproxy(&dir.0, port, &servers, Retries::On);
     wait_served(proxy_addr(port));
     assert_clients(
         proxy_addr(port),
@@ -460,15 +474,87 @@ fn over_unix_sockets(hosts: &[Host], config: &[&str]) {
     drop(backends);
 }
 
+/// Clients sending `GET /client` through a proxy until stopped, counting what was answered
+/// with the client's own address and what failed.
+struct Load {
+    stop: Arc<AtomicBool>,
+    served: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+    clients: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    const CLIENTS: u64 = 4;
+
+    /// Starts the clients; returns once each has had an answer.
+    fn start(proxy: SocketAddr) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let clients = (0..Self::CLIENTS)
+            .map(|_| {
+                let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
+                let started_tx = started_tx.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let counter = match get(proxy, "/client") {
+                            Some((200, body)) if body == "127.0.0.1 http\n" => &served,
+                            _ => &failed,
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let _ = started_tx.send(());
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..Self::CLIENTS {
+            started_rx.recv().expect("a client started");
+        }
+        Load {
+            stop,
+            served,
+            failed,
+            clients,
+        }
+    }
+
+    /// Waits until `n` more requests were served.
+    fn run_for(&self, n: u64) {
+        let until = self.served.load(Ordering::Relaxed) + n;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.served.load(Ordering::Relaxed) < until {
+            assert!(Instant::now() < deadline, "the proxy stopped serving");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Stops the clients: what was served and what failed.
+    fn finish(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        for c in self.clients {
+            c.join().expect("a client");
+        }
+        (
+            self.served.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// Under continuous load through HAProxy, one of three backends is restarted the zero-downtime
-/// way (SIGHUP: a successor on its sockets, then its graceful exit): no request fails. Then
+/// way (SIGUSR2: a successor on its sockets, then its graceful exit) with HAProxy's retries
+/// off, so that nothing is hidden by a resend: no request fails. Then, with retries on,
 /// another is killed: at most the requests it had in flight fail, and every request after it
 /// is served by the others.
 fn a_restarted_backend_costs_nothing_and_a_killed_one_its_requests_in_flight(
     hosts: &[Host],
     config: &[&str],
 ) {
-    const CLIENTS: u64 = 4;
     let mut backends: Vec<Process> = hosts
         .iter()
         .map(|h| backend(&Listen::Tcp(h), config, &["--proxy-protocol"]))
@@ -476,76 +562,29 @@ fn a_restarted_backend_costs_nothing_and_a_killed_one_its_requests_in_flight(
     let servers: Vec<String> = hosts.iter().map(Host::addr).collect();
     let dir = Dir::new("kill");
     let port = free_port();
-    let _proxy = haproxy(&dir.0, port, &servers);
-    let proxy = proxy_addr(port);
-    wait_served(proxy);
-    let stop = Arc::new(AtomicBool::new(false));
-    let served = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
-            let started_tx = started_tx.clone();
-            std::thread::spawn(move || {
-                let mut first = true;
-                while !stop.load(Ordering::Relaxed) {
-                    match get(proxy, "/client") {
-                        Some((200, body)) if body == "127.0.0.1 http\n" => {
-                            served.fetch_add(1, Ordering::Relaxed);
-                        }
-                        _ => {
-                            failed.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    if first {
-                        first = false;
-                        let _ = started_tx.send(());
-                    }
-                }
-            })
-        })
-        .collect();
-    for _ in 0..CLIENTS {
-        started_rx.recv().expect("a client started");
-    }
-    // Load runs on every backend for a while; the first is restarted, and once the load has
-    // run on a while longer, the second dies mid-load.
-    let until = served.load(Ordering::Relaxed) + 300;
-    while served.load(Ordering::Relaxed) < until {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let strict = haproxy(&dir.0, port, &servers, Retries::Off);
+    wait_served(proxy_addr(port));
+    let load = Load::start(proxy_addr(port));
+    load.run_for(300);
     backends[0].restart();
-    let until = served.load(Ordering::Relaxed) + 300;
-    while served.load(Ordering::Relaxed) < until {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let after_restart = failed.load(Ordering::Relaxed);
+    load.run_for(300);
+    let (served, failed) = load.finish();
+    eprintln!("{config:?}: restart, no retries: {served} served, {failed} failed");
+    assert_eq!(failed, 0, "failures across the restart");
+    drop(strict);
+    let port = free_port();
+    let _proxy = haproxy(&dir.0, port, &servers, Retries::On);
+    wait_served(proxy_addr(port));
+    let load = Load::start(proxy_addr(port));
+    load.run_for(300);
+    let before = load.failed();
     backends[1].kill();
-    let at_kill = (
-        served.load(Ordering::Relaxed),
-        failed.load(Ordering::Relaxed),
-    );
-    let until = at_kill.0 + 600;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while served.load(Ordering::Relaxed) < until {
-        assert!(Instant::now() < deadline, "the proxy stopped serving");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().expect("a client");
-    }
-    let failed = failed.load(Ordering::Relaxed);
-    eprintln!(
-        "{config:?}: {} served, {failed} failed ({} before the kill)",
-        served.load(Ordering::Relaxed),
-        at_kill.1
-    );
-    assert_eq!(after_restart, 0, "failures across the restart");
-    assert_eq!(at_kill.1, 0, "failures before the kill");
+    load.run_for(600);
+    let (served, failed) = load.finish();
+    eprintln!("{config:?}: kill, with retries: {served} served, {failed} failed");
+    assert_eq!(before, 0, "failures before the kill");
     assert!(
-        failed <= CLIENTS,
+        failed <= Load::CLIENTS,
         "{failed} failed: more than were in flight"
     );
 }

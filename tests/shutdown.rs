@@ -204,7 +204,28 @@ fn shutdown_deadline_is_reported(engine: Engine) {
     );
 }
 
+/// A connection accepted before the shutdown whose first request comes just after it began (a
+/// hand-over to another process races so) is answered, told the connection closes; one that
+/// sends nothing is closed a moment later: not at once, not at its head deadline.
+fn a_fresh_connection_gets_a_moment_for_its_first_request(engine: Engine) {
+    let srv = start_with(engine, Config::default(), app);
+    let mut early = Client::new(srv.addr);
+    let mut silent = Client::new(srv.addr);
+    support::wait_open(&srv, 2);
+    srv.shutdown_handle().shutdown();
+    let began = Instant::now();
+    let r = early.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!((r.status, r.closes()), (200, true));
+    assert!(silent.is_closed(), "the silent connection closes");
+    let took = began.elapsed();
+    assert!(took >= Duration::from_millis(900), "closed after {took:?}");
+    assert!(took < Duration::from_secs(3), "closed after {took:?}");
+    srv.shutdown(Duration::from_secs(5))
+        .expect("shutdown within its deadline");
+}
+
 engine_tests!(
+    a_fresh_connection_gets_a_moment_for_its_first_request,
     in_flight_finish_idle_close,
     shutdown_under_load,
     shutdown_deadline_is_reported

@@ -298,11 +298,7 @@ impl Args {
         let signals = Signals::install(name);
         let args = Args::parse();
         let running = args.serve_with(|stats| make(&args, stats));
-        eprintln!(
-            "{name}: listening on {} ({})",
-            url(&running, args.tls_cert.is_some()),
-            args.label()
-        );
+        say_listening(name, &running, &args);
         until_signal(running, name, signals);
     }
 
@@ -320,30 +316,35 @@ impl Args {
     }
 }
 
-/// SIGINT and SIGTERM (stop), and SIGHUP (restart), caught from [`Signals::install`] on:
-/// installed before the server says it is listening, so a signal sent once it has said so is
-/// always acted on.
+/// SIGINT, SIGTERM and SIGHUP (stop), and SIGUSR2 (restart, as nginx upgrades its binary),
+/// caught from [`Signals::install`] on: installed before the server says it is listening, so a
+/// signal sent once it has said so is always acted on.
 pub struct Signals(std::sync::mpsc::Receiver<Signal>);
 
 /// What a signal asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Signal {
-    /// SIGINT or SIGTERM: a graceful shutdown.
+    /// SIGINT, SIGTERM or SIGHUP: a graceful shutdown.
     Stop,
-    /// SIGHUP: a successor on the same sockets, then a graceful shutdown.
+    /// SIGUSR2: a successor on the same sockets, then a graceful shutdown.
     Restart,
 }
 
 impl Signals {
     pub fn install(name: &str) -> Signals {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
+        // The program as started: a successor runs the file at this path, even once it was
+        // replaced (where the running one's own link then reads "(deleted)").
+        if let Ok(exe) = std::env::current_exe() {
+            let _ = PROGRAM.set(exe);
+        }
         let (tx, rx) = std::sync::mpsc::channel();
-        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR2]) {
             Ok(mut caught) => {
                 std::thread::spawn(move || {
                     for signal in caught.forever() {
                         let what = match signal {
-                            SIGHUP => Signal::Restart,
+                            SIGUSR2 => Signal::Restart,
                             _ => Signal::Stop,
                         };
                         let _ = tx.send(what);
@@ -356,17 +357,25 @@ impl Signals {
     }
 }
 
-/// Starts this program again, with the same options and `--systemd`, on `running`'s listening
-/// sockets, and returns once it serves.
+/// The program's path as it started ([`Signals::install`]).
+static PROGRAM: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Starts this program again (the file at its path now: a new build, once replaced), with the
+/// same options and `--systemd`, on `running`'s listening sockets, and returns once it serves.
+/// Its standard input is closed; its output goes where this one's goes.
 #[cfg(feature = "systemd")]
 fn restart(running: &Running) -> Result<std::process::Child, twinhttp::Error> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if !args.iter().any(|a| a == "--systemd") {
         args.push("--systemd".to_owned());
     }
-    let mut successor = std::process::Command::new(std::env::current_exe()?);
-    successor.args(args);
-    twinhttp::systemd::hand_over(&running.listener_fds(), successor, Duration::from_secs(10))
+    let program = match PROGRAM.get() {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?,
+    };
+    let mut successor = std::process::Command::new(program);
+    successor.args(args).stdin(std::process::Stdio::null());
+    twinhttp::systemd::hand_over(running.listener_fds()?, successor, Duration::from_secs(10))
 }
 
 #[cfg(not(feature = "systemd"))]
@@ -374,6 +383,18 @@ fn restart(_: &Running) -> Result<std::process::Child, twinhttp::Error> {
     Err(twinhttp::Error::from(std::io::Error::other(
         "restarting needs the feature: --features systemd",
     )))
+}
+
+/// Prints `NAME: listening on URL (configuration)`, the line the measuring tools read; a
+/// standard error that is gone (a hung-up terminal, a successor's after its predecessor's
+/// reader left) is no reason to stop serving.
+pub fn say_listening(name: &str, running: &Running, args: &Args) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "{name}: listening on {} ({})",
+        url(running, args.tls_cert.is_some()),
+        args.label()
+    );
 }
 
 /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
@@ -398,14 +419,15 @@ impl Args {
 /// Serves on the first socket systemd passed.
 #[cfg(feature = "systemd")]
 fn serve_passed<H: Handler>(builder: Builder, handler: H) -> Result<Running, twinhttp::Error> {
-    let passed = twinhttp::systemd::listeners()?;
-    if passed.is_empty() {
-        usage(
+    let mut passed = twinhttp::systemd::listeners()?;
+    match passed.len() {
+        0 => usage(
             "--systemd: no socket was passed (LISTEN_FDS): run under systemd or systemd-socket-activate",
-        );
+        ),
+        1 => builder.serve_listener(passed.swap_remove(0), handler),
+        // A predecessor's reactor hands over a listener per loop.
+        _ => builder.serve_listeners(passed, handler),
     }
-    // A predecessor's reactor hands over a listener per loop.
-    builder.serve_listeners(passed, handler)
 }
 
 #[cfg(not(feature = "systemd"))]
@@ -425,17 +447,25 @@ pub fn url(running: &Running, tls: bool) -> String {
 /// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
 /// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
 ///
-/// On SIGHUP, first a copy of this program with the same options starts on the same listening
-/// sockets (feature `systemd`): once it serves, this one shuts down as above, and no connection
-/// is refused or reset on the way (a zero-downtime restart, as nginx's binary upgrade does).
+/// On SIGUSR2, first a copy of this program with the same options starts on the same
+/// listening sockets (feature `systemd`): once it serves, this one shuts down as above, and no
+/// connection is refused on the way (a zero-downtime restart, as nginx's binary upgrade does).
 pub fn until_signal(running: Running, name: &str, signals: Signals) -> ! {
+    // Whoever reads our standard error may be gone (a hung-up terminal): a failed write is
+    // not a failed restart.
     while let Ok(Signal::Restart) = signals.0.recv() {
         match restart(&running) {
             Ok(successor) => {
-                eprintln!("{name}: handed over to PID {}", successor.id());
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{name}: handed over to PID {}",
+                    successor.id()
+                );
                 break;
             }
-            Err(e) => eprintln!("{name}: restart: {e}; serving on"),
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "{name}: restart: {e}; serving on");
+            }
         }
     }
     log::info!("{name}: shutting down");

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use crate::deadline;
 
+/// How long a connection whose first head has not come still waits for it once shutdown
+/// begins.
+const FIRST_HEAD_AT_SHUTDOWN: Duration = Duration::from_secs(1);
+
 /// Where the next request head stands, with the instant it is due by (`None`: never, for a
 /// timeout too long to add to the clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +56,28 @@ impl HeadDue {
         }
     }
 
+    /// Shutdown began at `now`: a connection whose first head has not come keeps waiting for
+    /// it a moment more (its client may have sent it already: a connection accepted just
+    /// before a hand-over to another process), never past its own deadline. Others as they
+    /// were.
+    pub(crate) fn at_shutdown(self, now: Instant) -> HeadDue {
+        match self {
+            HeadDue::First(until) => {
+                let grace = deadline::after(now, FIRST_HEAD_AT_SHUTDOWN);
+                HeadDue::First(match (until, grace) {
+                    (Some(until), Some(grace)) => Some(until.min(grace)),
+                    (until, grace) => until.or(grace),
+                })
+            }
+            due => due,
+        }
+    }
+
+    /// True while the connection's first head has not come.
+    pub(crate) fn awaits_first(self) -> bool {
+        matches!(self, HeadDue::First(_))
+    }
+
     /// The instant to wait until.
     pub(crate) fn until(self) -> Option<Instant> {
         match self {
@@ -66,6 +92,21 @@ mod tests {
 
     const HEAD: Duration = Duration::from_secs(10);
     const IDLE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn at_shutdown_a_first_head_gets_a_moment_never_more_than_its_deadline() {
+        let now = Instant::now();
+        let first = HeadDue::first(now, HEAD).at_shutdown(now);
+        assert_eq!(first.until(), Some(now + FIRST_HEAD_AT_SHUTDOWN));
+        assert!(first.awaits_first());
+        // Again later: it does not move.
+        assert_eq!(first.at_shutdown(now + HEAD).until(), first.until());
+        let soon = HeadDue::first(now, Duration::from_millis(10)).at_shutdown(now);
+        assert_eq!(soon.until(), Some(now + Duration::from_millis(10)));
+        let idle = HeadDue::after_response(now, false, HEAD, IDLE);
+        assert_eq!(idle.at_shutdown(now), idle);
+        assert!(!idle.awaits_first());
+    }
 
     #[test]
     fn the_policy_table() {

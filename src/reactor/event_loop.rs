@@ -163,10 +163,9 @@ impl<H: Handler> EventLoop<H> {
                 }
             }
             self.accepted.take(&mut accepted);
+            // Accepted before the shutdown began: served as any other (a fresh connection gets
+            // a moment for its first request).
             for (stream, peer, open) in accepted.drain(..) {
-                if self.stopping {
-                    break;
-                }
                 self.add(stream, peer, open, now);
             }
             self.completions.take(&mut done);
@@ -302,7 +301,7 @@ impl<H: Handler> EventLoop<H> {
                     }
                     conn.deadline = deadline;
                 }
-                if self.stopping && conn.is_idle() {
+                if self.stopping && conn.closes_at_shutdown() {
                     self.close(key);
                     return;
                 }

@@ -145,6 +145,25 @@ impl Connection {
         matches!(&self.phase, Phase::Http { driver, held: Held::Socket { .. } } if driver.is_idle())
     }
 
+    /// An HTTP connection nothing of whose first request has come.
+    pub(crate) fn awaits_first_request(&self) -> bool {
+        matches!(&self.phase, Phase::Http { driver, held: Held::Socket { .. } } if driver.awaits_first_request())
+    }
+
+    /// Shutdown began (noticed at `now`): when its driver's wait for a head ends.
+    pub(crate) fn deadline_at_shutdown(&mut self, now: Instant) -> Option<Instant> {
+        match &mut self.phase {
+            Phase::Http { driver, .. } => driver.deadline_at_shutdown(now),
+            Phase::Session(session) => session.deadline(),
+        }
+    }
+
+    /// An HTTP connection a shutdown closes now: idle after an exchange (one whose first
+    /// request has not come waits a moment for it).
+    pub(crate) fn closes_at_shutdown(&self) -> bool {
+        matches!(&self.phase, Phase::Http { driver, held: Held::Socket { .. } } if driver.closes_at_shutdown())
+    }
+
     /// A WebSocket or an event stream (or a connection becoming one).
     pub(crate) fn is_long_lived(&self) -> bool {
         self.long_lived

@@ -489,10 +489,14 @@ impl Server {
         &self.0.address
     }
 
-    /// Its listening sockets (one, or one per event loop), to hand to a successor process
-    /// that takes the port over with no connection refused
-    /// ([`systemd::hand_over`](crate::systemd::hand_over)). Valid until the shutdown begins.
-    pub fn listener_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+    /// Duplicates of its listening sockets (one, or one per event loop), to hand to a
+    /// successor process that takes the port over with no connection refused
+    /// ([`systemd::hand_over`](crate::systemd::hand_over)); none once the shutdown began.
+    ///
+    /// # Errors
+    ///
+    /// When a descriptor cannot be duplicated (the process is out of them).
+    pub fn listener_fds(&self) -> Result<Vec<std::os::fd::OwnedFd>, Error> {
         self.0.listener_fds()
     }
 

@@ -330,7 +330,7 @@ impl Parker {
             Parking::Parked => None,
             // It had no slot while it was driven here, so no event marked it ready.
             Parking::Ready(conn) => Some(conn),
-            Parking::Refused(conn) if conn.is_idle() => None,
+            Parking::Refused(conn) if conn.closes_at_shutdown() => None,
             Parking::Refused(conn) => Some(conn),
         }
     }

@@ -97,7 +97,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                 }
                 // Parking has ended (shutdown): an idle connection closes; an exchange under way
                 // is finished here, waiting on its socket.
-                Parking::Refused(conn) if conn.is_idle() => drop(conn),
+                Parking::Refused(conn) if conn.closes_at_shutdown() => drop(conn),
                 Parking::Refused(conn) => next = Some((conn, Waits::Block)),
             }
         }
@@ -229,12 +229,20 @@ fn wait_on_socket<H>(
     write: bool,
     until: Option<Instant>,
 ) -> bool {
-    // Shutdown interrupts a wait for a new request, never a request under way.
+    // Shutdown interrupts a wait for a next request, never a request under way; a connection
+    // whose first request has not come waits a moment more for it (the driver says how long).
     let shutting_down = &shared.control.shutting_down;
-    let cancel = conn.is_idle().then_some(shutting_down);
-    if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+    let stopping = shutting_down.load(Ordering::Acquire);
+    let fresh = conn.awaits_first_request();
+    if stopping && conn.closes_at_shutdown() {
         return false;
     }
+    let (until, cancel) = match (fresh, stopping) {
+        (true, true) => (conn.deadline_at_shutdown(Instant::now()), None),
+        (true, false) => (until, Some(shutting_down)),
+        (false, _) if conn.closes_at_shutdown() => (until, Some(shutting_down)),
+        (false, _) => (until, None),
+    };
     conn.settle();
     if !write && conn.stream().buffered_input() {
         return true;
@@ -249,7 +257,8 @@ fn wait_on_socket<H>(
             let mut cx = Cx::new(&shared.rules, pools, counters, Instant::now(), false);
             driver.expire(&mut cx)
         }
-        Err(Interrupt::Cancelled) => false,
+        // A fresh connection is driven again, its wait now shortened for the shutdown.
+        Err(Interrupt::Cancelled) => fresh,
     }
 }
 

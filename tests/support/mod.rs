@@ -139,6 +139,16 @@ impl TestServer {
         }
     }
 
+    /// A handle that begins the shutdown from any thread.
+    pub fn shutdown_handle(&self) -> twinhttp::ShutdownHandle {
+        match &self.running {
+            #[cfg(feature = "server")]
+            Some(Running::Server(s)) => s.shutdown_handle(),
+            Some(Running::Reactor(r)) => r.shutdown_handle(),
+            None => unreachable!("a running server"),
+        }
+    }
+
     /// The engine's live counters.
     pub fn stats(&self) -> twinhttp::stats::Stats {
         match &self.running {

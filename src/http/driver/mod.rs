@@ -131,6 +131,25 @@ impl Driver {
         matches!(self.phase, Phase::Idle)
     }
 
+    /// True when a shutdown closes it now: idle after an exchange. One whose first request has
+    /// not come waits a moment for it (see [`HeadDue::at_shutdown`]).
+    pub(crate) fn closes_at_shutdown(&self) -> bool {
+        self.is_idle() && !self.due.awaits_first()
+    }
+
+    /// True while nothing of its first request has come.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn awaits_first_request(&self) -> bool {
+        self.is_idle() && self.due.awaits_first()
+    }
+
+    /// Shutdown began (noticed at `now`): when its wait for the next head ends.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn deadline_at_shutdown(&mut self, now: Instant) -> Option<Instant> {
+        self.due = self.due.at_shutdown(now);
+        self.due.until()
+    }
+
     /// Runs the connection as far as it goes without waiting. Pipelined responses are batched:
     /// output is written before waiting for input, when it passes `max_pipeline_output`, and
     /// when the turn's budget runs out.
@@ -146,6 +165,9 @@ impl Driver {
 
     /// [`Driver::drive`]'s work.
     fn step<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
+        if cx.closing {
+            self.due = self.due.at_shutdown(cx.now);
+        }
         match &mut self.phase {
             Phase::Linger(linger) => return drain(io, linger),
             Phase::Over => return Action::Close,

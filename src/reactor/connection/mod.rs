@@ -132,9 +132,9 @@ impl Connection {
         self._open.set(now);
     }
 
-    /// True when nothing is under way: no buffered input, no output, no request in flight.
-    pub(crate) fn is_idle(&self) -> bool {
-        matches!(&self.phase, Phase::Http(driver) if driver.is_idle())
+    /// True when a shutdown closes it now: an HTTP connection idle after an exchange.
+    pub(crate) fn closes_at_shutdown(&self) -> bool {
+        matches!(&self.phase, Phase::Http(driver) if driver.closes_at_shutdown())
     }
 
     /// Runs the connection as far as it can go without blocking.
