@@ -82,6 +82,9 @@ pub struct ServeDir {
     prefix: String,
     index: Option<String>,
     hidden: Hidden,
+    /// Whether `file.br`, `file.zst` and `file.gz` beside `file` are served for it.
+    #[cfg(feature = "compression")]
+    precompressed: bool,
 }
 
 /// Whether names starting with `.` are served.
@@ -119,7 +122,21 @@ impl ServeDir {
             prefix: String::new(),
             index: Some("index.html".to_owned()),
             hidden: Hidden::Refused,
+            #[cfg(feature = "compression")]
+            precompressed: true,
         })
+    }
+
+    /// Whether a file's precompressed copies beside it (`app.js.br`, `app.js.zst`,
+    /// `app.js.gz`) are served for it to clients that accept their coding, the one they like
+    /// best (`Accept-Encoding` q-values; `br`, `zstd`, `gzip` where alike), with its
+    /// `Content-Encoding`, the original's content type, its own validators, and
+    /// `Vary: Accept-Encoding` on every answer for a file that has copies. Default: yes.
+    #[cfg(feature = "compression")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
+    pub fn precompressed(mut self, serve: bool) -> ServeDir {
+        self.precompressed = serve;
+        self
     }
 
     /// The path prefix the folder is served under, such as `/static`: `/static/app.js` is the
@@ -164,9 +181,49 @@ impl ServeDir {
     /// [`handle`](Handler::handle) apply.
     pub fn serve(&self, req: &Request<'_>, relative: &str) -> Response {
         match self.resolve(relative) {
-            Lookup::File(file, meta, name) => Response::file_opened(req, file, &meta, &name),
+            Lookup::File(file, meta, name) => self.file(req, file, &meta, &name),
             Lookup::Folder => self.redirect_to_folder(req),
             Lookup::Refused => Response::new(404),
+        }
+    }
+
+    /// The answer from the file at `name`, open, or from its precompressed copy.
+    #[cfg(not(feature = "compression"))]
+    fn file(&self, req: &Request<'_>, file: File, meta: &Metadata, name: &Path) -> Response {
+        Response::file_opened(req, file, meta, name)
+    }
+
+    /// The answer from the file at `name`, open, or from its precompressed copy: the one of
+    /// the codings the client likes best.
+    #[cfg(feature = "compression")]
+    fn file(&self, req: &Request<'_>, file: File, meta: &Metadata, name: &Path) -> Response {
+        use crate::layer::encoder::{Coding, quality};
+        if !self.precompressed {
+            return Response::file_opened(req, file, meta, name);
+        }
+        let mut copies = false;
+        let mut best: Option<(Coding, f32, File, Metadata)> = None;
+        for coding in Coding::ALL {
+            let copy = format!("{}{}", name.display(), coding.suffix());
+            let Lookup::File(file, meta, _) = self.resolve(&copy) else {
+                continue;
+            };
+            copies = true;
+            let q = quality(req.header_all("accept-encoding"), coding);
+            if q > 0.0 && best.as_ref().is_none_or(|(_, b, _, _)| q > *b) {
+                best = Some((coding, q, file, meta));
+            }
+        }
+        let response = match best {
+            Some((coding, _, copy, copy_meta)) => {
+                Response::file_opened(req, copy, &copy_meta, name)
+                    .with_header("Content-Encoding", coding.token())
+            }
+            None => Response::file_opened(req, file, meta, name),
+        };
+        match copies {
+            true => response.with_added_header("Vary", "Accept-Encoding"),
+            false => response,
         }
     }
 
@@ -308,5 +365,49 @@ mod tests {
         }
         assert!(dir.clone().hidden(true).plain(".well-known/x"));
         assert!(!dir.hidden(true).plain("../x"));
+    }
+
+    #[cfg(feature = "compression")]
+    #[test]
+    fn precompressed_copies_are_served_to_clients_that_accept_them() {
+        use crate::testing::TestRequest;
+        let dir = tempfile::tempdir().expect("a folder");
+        std::fs::write(dir.path().join("app.js"), "plain").expect("write");
+        std::fs::write(dir.path().join("app.js.br"), "brotli").expect("write");
+        std::fs::write(dir.path().join("app.js.gz"), "gzipped").expect("write");
+        std::fs::write(dir.path().join("lone.css"), "css").expect("write");
+        let files = ServeDir::new(dir.path()).expect("the folder");
+        let get = |path: &str, accept: &str| {
+            TestRequest::get(path)
+                .header("Accept-Encoding", accept)
+                .call(&files)
+        };
+        for (accept, encoding, body) in [
+            ("gzip, br", Some("br"), "brotli"),
+            ("gzip;q=1, br;q=0.5", Some("gzip"), "gzipped"),
+            ("zstd", None, "plain"),
+            ("", None, "plain"),
+        ] {
+            let r = get("/app.js", accept);
+            assert_eq!(r.header("content-encoding"), encoding, "{accept:?}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{accept:?}");
+            assert_eq!(
+                r.response().content_type(),
+                Some("text/javascript; charset=utf-8"),
+                "{accept:?}"
+            );
+            assert_eq!(r.text().expect("a body"), body, "{accept:?}");
+        }
+        // A file without copies varies by nothing; with the copies off, the original.
+        let r = get("/lone.css", "br");
+        assert_eq!(
+            (r.header("vary"), r.header("content-encoding")),
+            (None, None)
+        );
+        let off = files.clone().precompressed(false);
+        let r = TestRequest::get("/app.js")
+            .header("Accept-Encoding", "br")
+            .call(&off);
+        assert_eq!(r.text().expect("a body"), "plain");
     }
 }

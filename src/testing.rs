@@ -159,6 +159,11 @@ impl TestResponse {
         &self.response
     }
 
+    /// The response, owned.
+    pub fn into_response(self) -> Response {
+        self.response
+    }
+
     /// The body's bytes, read to its end: bytes, a reader's (up to its declared length), a
     /// stream's chunks or a file's. Empty for `HEAD` and for a protocol switch.
     ///

@@ -185,6 +185,12 @@ impl Response {
     pub(crate) fn take_body(&mut self) -> Body {
         std::mem::replace(&mut self.body, Body::empty())
     }
+
+    /// Removes the header fields named `name` (any case).
+    pub(crate) fn without_header(mut self, name: &str) -> Response {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self
+    }
 }
 
 impl fmt::Debug for Response {

@@ -34,8 +34,15 @@
 //! # let _ = api;
 //! ```
 
+#[cfg(feature = "compression")]
+mod compression;
 mod cors;
+#[cfg(feature = "compression")]
+pub(crate) mod encoder;
 
+#[cfg(feature = "compression")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
+pub use compression::Compression;
 pub use cors::Cors;
 
 use crate::{Handler, Request, Response};

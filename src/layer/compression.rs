@@ -1,0 +1,485 @@
+//! Response compression as a layer (feature `compression`): `gzip`, `br` or `zstd`, as the
+//! request's `Accept-Encoding` prefers, for responses whose content type compresses.
+
+use std::io::{self, Read};
+
+use super::encoder::{Coding, Encoder, Levels, quality};
+use super::{Layer, Next};
+use crate::http::response::BodyKind;
+use crate::{Body, Request, Response};
+
+/// The compression layer: a response is compressed when the client accepts a coding
+/// (`Accept-Encoding`, with q-values; `br`, then `zstd`, then `gzip` where it likes them
+/// equally), its content type compresses (text, JSON, JavaScript, XML, SVG, WebAssembly: not
+/// images, audio, video, archives, fonts or event streams), its status has a body, it is not
+/// encoded already nor a part (`Content-Range`), and its length, when known, is at least the
+/// minimum size. Fixed bodies are compressed whole (their `Content-Length` is the compressed
+/// one, `HEAD` included); streamed and file bodies as they are read, and a stream of chunks
+/// chunk by chunk, each flushed so that it reaches the client when produced. Such responses get
+/// `Vary: Accept-Encoding`, a strong `ETag` becomes weak, and `Accept-Ranges` is dropped.
+///
+/// Levels are fast ones, as actix-web's (gzip 1, brotli 3, zstd 3): the cost per response is
+/// in `bench/results/2026-11-24-compression.md`.
+///
+/// ```
+/// use twinhttp::layer::{Compression, HandlerExt};
+/// use twinhttp::{Response, Router};
+///
+/// let app = Router::new()
+///     .get("/data", |_| Response::text("[1, 2, 3]").with_content_type("application/json"))
+///     .layer(Compression::new());
+/// # let _ = app;
+/// ```
+#[derive(Clone, Debug)]
+pub struct Compression {
+    min_size: u64,
+    /// The codings offered, in the server's order of preference.
+    codings: Vec<Coding>,
+    levels: Levels,
+}
+
+impl Default for Compression {
+    fn default() -> Self {
+        Compression::new()
+    }
+}
+
+impl Compression {
+    /// `br`, `zstd` and `gzip`, for responses of 1 KiB or more (or of unknown length).
+    pub fn new() -> Compression {
+        Compression {
+            min_size: 1024,
+            codings: Coding::ALL.to_vec(),
+            levels: Levels::default(),
+        }
+    }
+
+    /// Responses shorter than this are sent as they are. Default: 1024 bytes.
+    pub fn min_size(mut self, bytes: u64) -> Compression {
+        self.min_size = bytes;
+        self
+    }
+
+    /// Offers only `gzip` (the coding every client has).
+    pub fn gzip_only(mut self) -> Compression {
+        self.codings = vec![Coding::Gzip];
+        self
+    }
+
+    /// The coding for `req`, as its `Accept-Encoding` prefers.
+    fn choose(&self, req: &Request<'_>) -> Option<Coding> {
+        let mut best: Option<(Coding, f32)> = None;
+        for &coding in &self.codings {
+            let q = quality(req.header_all("accept-encoding"), coding);
+            if q > 0.0 && best.is_none_or(|(_, b)| q > b) {
+                best = Some((coding, q));
+            }
+        }
+        best.map(|(coding, _)| coding)
+    }
+
+    /// True when `response` is one to compress (or to vary by `Accept-Encoding`).
+    fn applies(&self, response: &Response) -> bool {
+        let status = response.status();
+        let has_body = !(status < 200 || status == 204 || status == 304 || status == 206);
+        let kind_compresses = matches!(
+            response.body().kind,
+            BodyKind::Static(_)
+                | BodyKind::Bytes(_)
+                | BodyKind::Reader(..)
+                | BodyKind::Chunks(_)
+                | BodyKind::File(..)
+        );
+        has_body
+            && kind_compresses
+            && response.header("content-encoding").is_none()
+            && response.header("content-range").is_none()
+            && response.content_type().is_some_and(compresses)
+    }
+
+    fn compress(&self, response: Response, coding: Option<Coding>) -> Response {
+        if !self.applies(&response) {
+            return response;
+        }
+        let response = vary(response);
+        let Some(coding) = coding else {
+            return response;
+        };
+        if response.body().len().is_some_and(|len| len < self.min_size) {
+            return response;
+        }
+        match encoded(response, coding, self.levels) {
+            Ok(response) => response,
+            Err(response) => response,
+        }
+    }
+}
+
+impl Layer for Compression {
+    fn call(&self, req: &mut Request<'_>, next: Next<'_>) -> Response {
+        let coding = self.choose(req);
+        let response = next.run(req);
+        self.compress(response, coding)
+    }
+}
+
+/// `response` with its body encoded with `coding`; the response as it was when the encoder
+/// cannot be made (logged).
+fn encoded(mut response: Response, coding: Coding, levels: Levels) -> Result<Response, Response> {
+    let body = match response.body().kind {
+        BodyKind::Static(bytes) => whole(bytes, coding, levels),
+        BodyKind::Bytes(ref bytes) => whole(bytes, coding, levels),
+        _ => Encoder::new(coding, levels).map(|_| None),
+    };
+    let body = match body {
+        Ok(Some(bytes)) => Body::from(bytes),
+        Ok(None) => match response.take_body().kind {
+            BodyKind::Reader(reader, _) => Body::reader(Compressing::new(reader, coding, levels)),
+            BodyKind::File(file, len) => {
+                Body::reader(Compressing::new(Box::new(file.take(len)), coding, levels))
+            }
+            BodyKind::Chunks(chunks) => {
+                Body::chunks(CompressingChunks::new(chunks, coding, levels))
+            }
+            kind => Body { kind },
+        },
+        Err(e) => {
+            log::warn!("compression: {e}; sent as it is");
+            return Err(response);
+        }
+    };
+    let response = response
+        .with_body(body)
+        .with_header("content-encoding", coding.token())
+        .without_header("accept-ranges");
+    Ok(weak_etag(response))
+}
+
+/// Fixed bytes compressed whole.
+fn whole(bytes: &[u8], coding: Coding, levels: Levels) -> io::Result<Option<Vec<u8>>> {
+    Encoder::all(coding, levels, bytes).map(Some)
+}
+
+/// Adds `Accept-Encoding` to `Vary` unless it is there.
+fn vary(response: Response) -> Response {
+    let varies = response
+        .headers()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("vary"))
+        .flat_map(|(_, v)| v.split(','))
+        .any(|v| {
+            let v = v.trim();
+            v == "*" || v.eq_ignore_ascii_case("accept-encoding")
+        });
+    match varies {
+        true => response,
+        false => response.with_added_header("vary", "Accept-Encoding"),
+    }
+}
+
+/// A strong `ETag` made weak: the compressed bytes are not the ones it named.
+fn weak_etag(response: Response) -> Response {
+    match response.header("etag") {
+        Some(tag) if tag.starts_with('"') => {
+            let weak = format!("W/{tag}");
+            response.with_header("etag", weak)
+        }
+        _ => response,
+    }
+}
+
+/// True for a content type worth compressing.
+fn compresses(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let Some((kind, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    match kind {
+        "text" => sub != "event-stream",
+        "application" => {
+            matches!(
+                sub,
+                "json" | "javascript" | "ecmascript" | "xml" | "wasm" | "x-www-form-urlencoded"
+            ) || sub.ends_with("+json")
+                || sub.ends_with("+xml")
+        }
+        "image" => sub == "svg+xml",
+        _ => false,
+    }
+}
+
+/// A reader's bytes, compressed as they are read.
+struct Compressing {
+    source: Box<dyn Read + Send>,
+    stage: Stage,
+    /// Compressed bytes not yet read out, from `at`.
+    out: Vec<u8>,
+    at: usize,
+}
+
+/// Where a [`Compressing`] reader stands.
+enum Stage {
+    /// Nothing read yet: the encoder is made at the first read.
+    Start(Coding, Levels),
+    /// Compressing what the source gives.
+    Reading(Box<Encoder>),
+    /// The source ended and the encoder's last bytes are out (or being read out).
+    Done,
+}
+
+impl Compressing {
+    fn new(source: Box<dyn Read + Send>, coding: Coding, levels: Levels) -> Compressing {
+        Compressing {
+            source,
+            stage: Stage::Start(coding, levels),
+            out: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl Read for Compressing {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if let Some(left) = self.out.get(self.at..).filter(|l| !l.is_empty()) {
+                let n = left.len().min(buf.len());
+                buf[..n].copy_from_slice(&left[..n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.at = 0;
+            match &mut self.stage {
+                Stage::Start(coding, levels) => {
+                    self.stage = Stage::Reading(Box::new(Encoder::new(*coding, *levels)?));
+                }
+                Stage::Reading(encoder) => {
+                    let mut input = [0u8; 16 * 1024];
+                    let n = self.source.read(&mut input)?;
+                    if n > 0 {
+                        self.out = encoder.push(&input[..n], false)?;
+                    } else if let Stage::Reading(encoder) =
+                        std::mem::replace(&mut self.stage, Stage::Done)
+                    {
+                        self.out = encoder.finish()?;
+                    }
+                }
+                Stage::Done => return Ok(0),
+            }
+        }
+    }
+}
+
+/// A stream of chunks, each compressed and flushed as it comes.
+struct CompressingChunks {
+    chunks: Box<dyn Iterator<Item = Vec<u8>> + Send>,
+    encoder: Option<Encoder>,
+}
+
+impl CompressingChunks {
+    fn new(
+        chunks: Box<dyn Iterator<Item = Vec<u8>> + Send>,
+        coding: Coding,
+        levels: Levels,
+    ) -> CompressingChunks {
+        let encoder = Encoder::new(coding, levels)
+            .map_err(|e| log::warn!("compression: {e}; the stream ends"))
+            .ok();
+        CompressingChunks { chunks, encoder }
+    }
+}
+
+impl Iterator for CompressingChunks {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        loop {
+            let encoder = self.encoder.as_mut()?;
+            let pushed = match self.chunks.next() {
+                Some(chunk) if chunk.is_empty() => continue,
+                Some(chunk) => encoder.push(&chunk, true),
+                None => self.encoder.take().map_or(Ok(Vec::new()), Encoder::finish),
+            };
+            match pushed {
+                Ok(out) if out.is_empty() && self.encoder.is_some() => continue,
+                Ok(out) if out.is_empty() => return None,
+                Ok(out) => return Some(out),
+                Err(e) => {
+                    log::warn!("compression: {e}; the stream ends");
+                    self.encoder = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler_fn;
+    use crate::layer::HandlerExt;
+    use crate::testing::TestRequest;
+
+    fn json() -> String {
+        let items: Vec<String> = (0..200)
+            .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\"}}"))
+            .collect();
+        format!("[{}]", items.join(","))
+    }
+
+    fn decode(coding: &str, bytes: &[u8]) -> String {
+        let mut out = Vec::new();
+        match coding {
+            "gzip" => flate2::read::GzDecoder::new(bytes).read_to_end(&mut out),
+            "br" => brotli::Decompressor::new(bytes, 4096).read_to_end(&mut out),
+            "zstd" => {
+                zstd::stream::read::Decoder::new(bytes).and_then(|mut d| d.read_to_end(&mut out))
+            }
+            other => panic!("{other}"),
+        }
+        .expect("decodes");
+        String::from_utf8(out).expect("text")
+    }
+
+    fn app() -> impl crate::Handler {
+        handler_fn(|req| {
+            let as_json = || Response::text(json()).with_content_type("application/json");
+            match req.path() {
+                "/json" => as_json()
+                    .with_header("etag", "\"v1\"")
+                    .with_header("accept-ranges", "bytes"),
+                "/small" => Response::text("tiny").with_content_type("application/json"),
+                "/png" => Response::new(200)
+                    .with_body(vec![0u8; 4096])
+                    .with_content_type("image/png"),
+                "/encoded" => as_json().with_header("content-encoding", "gzip"),
+                "/partial" => as_json()
+                    .with_status(206)
+                    .with_header("content-range", "bytes 0-9/20"),
+                "/reader" => Response::new(200)
+                    .with_content_type("text/plain")
+                    .with_body(Body::reader(io::Cursor::new(json().into_bytes()))),
+                "/chunks" => Response::new(200)
+                    .with_content_type("text/plain")
+                    .with_body(Body::chunks(
+                        vec![b"first ".repeat(100), b"second ".repeat(100)].into_iter(),
+                    )),
+                _ => Response::new(404),
+            }
+        })
+        .layer(Compression::new())
+    }
+
+    fn get(path: &str, accept: &str) -> crate::testing::TestResponse {
+        TestRequest::get(path)
+            .header("Accept-Encoding", accept)
+            .call(&app())
+    }
+
+    #[test]
+    fn the_client_s_preference_then_the_server_s_picks_the_coding() {
+        for (accept, want) in [
+            ("gzip, br;q=0.9", Some("gzip")),
+            ("br, gzip", Some("br")),
+            ("gzip, zstd", Some("zstd")),
+            ("zstd;q=0.5, gzip;q=0.8", Some("gzip")),
+            ("*;q=0.5", Some("br")),
+            ("br;q=0, *", Some("zstd")),
+            ("x-gzip", Some("gzip")),
+            ("identity", None),
+            ("", None),
+        ] {
+            let r = get("/json", accept);
+            assert_eq!(r.header("content-encoding"), want, "{accept:?}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn a_fixed_body_is_compressed_whole_and_its_validators_follow() {
+        for coding in ["gzip", "br", "zstd"] {
+            let r = get("/json", coding);
+            assert_eq!(r.header("etag"), Some("W/\"v1\""));
+            assert_eq!(r.header("accept-ranges"), None);
+            let length = r.response().body().len();
+            let bytes = r.bytes().expect("a body");
+            assert_eq!(length, Some(bytes.len() as u64), "sent with its length");
+            assert!(
+                bytes.len() < json().len() / 3,
+                "{coding}: {} bytes",
+                bytes.len()
+            );
+            assert_eq!(decode(coding, &bytes), json());
+        }
+        // HEAD: the same fields as GET.
+        let head = TestRequest::new("HEAD", "/json")
+            .header("Accept-Encoding", "br")
+            .call(&app());
+        assert_eq!(head.header("content-encoding"), Some("br"));
+        assert_eq!(
+            head.response().body().len(),
+            get("/json", "br").response().body().len()
+        );
+    }
+
+    #[test]
+    fn streams_are_compressed_as_they_are_read_and_chunks_one_by_one() {
+        let r = get("/reader", "gzip");
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.response().body().len(), None, "streamed");
+        assert_eq!(decode("gzip", &r.bytes().expect("a body")), json());
+        let r = get("/chunks", "br");
+        assert_eq!(r.header("content-encoding"), Some("br"));
+        let BodyKind::Chunks(chunks) = r.into_response().take_body().kind else {
+            panic!("still chunks");
+        };
+        let pieces: Vec<Vec<u8>> = chunks.collect();
+        assert!(pieces.len() >= 2, "a piece per chunk: {}", pieces.len());
+        let first = decode_prefix("br", &pieces[0]);
+        assert!(
+            first.starts_with("first first"),
+            "the first chunk decodes alone: {first:?}"
+        );
+        let all: Vec<u8> = pieces.concat();
+        let want = format!("{}{}", "first ".repeat(100), "second ".repeat(100));
+        assert_eq!(decode("br", &all), want);
+    }
+
+    /// What a flushed prefix of a stream decodes to.
+    fn decode_prefix(coding: &str, bytes: &[u8]) -> String {
+        assert_eq!(coding, "br");
+        let mut out = Vec::new();
+        let mut d = brotli::Decompressor::new(bytes, 4096);
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = d.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn what_does_not_compress_is_left_alone() {
+        let small = get("/small", "gzip");
+        assert_eq!(
+            (small.header("content-encoding"), small.header("vary")),
+            (None, Some("Accept-Encoding"))
+        );
+        assert_eq!(small.text().expect("a body"), "tiny");
+        for path in ["/png", "/encoded", "/partial"] {
+            let r = get(path, "gzip, br");
+            assert_eq!(r.header("vary"), None, "{path}");
+            assert_ne!(r.header("content-encoding"), Some("br"), "{path}");
+        }
+        assert!(!compresses("text/event-stream"));
+        assert!(compresses("application/problem+json; charset=utf-8"));
+        assert!(compresses("image/svg+xml"));
+        assert!(!compresses("font/woff2"));
+    }
+}
