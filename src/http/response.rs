@@ -187,6 +187,7 @@ impl Response {
     }
 
     /// Removes the header fields named `name` (any case).
+    #[cfg_attr(not(feature = "compression"), allow(dead_code))]
     pub(crate) fn without_header(mut self, name: &str) -> Response {
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self
