@@ -247,7 +247,32 @@ fn a_client_leaving_mid_body_is_logged(engine: Engine) {
     }
 }
 
+/// Behind the request-id layer, the line ends with the exchange's id: the one the request came
+/// with, or the one the layer made (and sent back).
+fn the_request_id_ends_the_line(engine: Engine) {
+    use twinhttp::layer::{HandlerExt, RequestIds};
+    install();
+    let srv = start_with(
+        engine,
+        Config {
+            access_log: true,
+            ..Config::default()
+        },
+        twinhttp::handler_fn(app).layer(RequestIds::new()),
+    );
+    let mut c = Client::new(srv.addr);
+    let peer = c.reader.get_ref().local_addr().expect("local address");
+    assert_eq!(c.request("GET /", "X-Request-Id: trace-7\r\n").status, 200);
+    let made = c.request("GET /", "");
+    let id = made.header("x-request-id").expect("an id").to_owned();
+    let lines = lines_of(peer, 2, Duration::from_secs(10));
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].ends_with("ms id=trace-7"), "{lines:#?}");
+    assert!(lines[1].ends_with(&format!("ms id={id}")), "{lines:#?}");
+}
+
 engine_tests!(
+    the_request_id_ends_the_line,
     a_client_leaving_mid_body_is_logged,
     quotes_in_the_target_are_escaped,
     cut_off_streams_are_logged,

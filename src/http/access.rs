@@ -53,6 +53,8 @@ pub(crate) struct Entry {
     /// The connection's client, as its PROXY protocol header named it: logged for an exchange
     /// that has no client of its own (one refused before its head was whole).
     proxied: Option<IpAddr>,
+    /// The response's `X-Request-Id` (a request-id layer's), written at the line's end.
+    request_id: String,
     /// `METHOD TARGET VERSION`; empty when no head was read for this exchange (an error
     /// answered to a malformed head is logged as `"-"`).
     line: String,
@@ -67,6 +69,7 @@ impl AccessLog {
             peer,
             client: Client::Peer,
             proxied: None,
+            request_id: String::new(),
             line: String::new(),
             started: None,
             status: 0,
@@ -106,6 +109,15 @@ impl AccessLog {
     pub(crate) fn proxied(&mut self, client: Option<IpAddr>) {
         if let AccessLog::On(e) = self {
             e.proxied = client;
+        }
+    }
+
+    /// The response carries this request id (`X-Request-Id`).
+    #[inline]
+    pub(crate) fn request_id(&mut self, id: Option<&str>) {
+        if let (AccessLog::On(e), Some(id)) = (self, id) {
+            e.request_id.clear();
+            escape_into(&mut e.request_id, id);
         }
     }
 
@@ -163,20 +175,29 @@ impl Entry {
             Client::Peer => self.proxied.map_or(Client::Peer, Client::At),
             named => named,
         };
-        match (client, &self.peer) {
-            (Client::At(client), _) => {
-                log::info!(target: TARGET, "{client} \"{line}\" {status} {bytes} {ms:.2}ms")
-            }
-            (Client::Peer, Some(peer)) => {
-                log::info!(target: TARGET, "{peer} \"{line}\" {status} {bytes} {ms:.2}ms")
-            }
-            (Client::Peer | Client::Unknown, _) => {
-                log::info!(target: TARGET, "- \"{line}\" {status} {bytes} {ms:.2}ms")
-            }
-        }
+        let who = Who(client, self.peer.as_ref());
+        let (id_is, id) = match self.request_id.as_str() {
+            "" => ("", ""),
+            id => (" id=", id),
+        };
+        log::info!(target: TARGET, "{who} \"{line}\" {status} {bytes} {ms:.2}ms{id_is}{id}");
         self.line.clear();
         self.started = None;
         self.client = Client::Peer;
+        self.request_id.clear();
+    }
+}
+
+/// The log line's first field: the client a proxy named, else the peer, else `-`.
+struct Who<'a>(Client, Option<&'a Address>);
+
+impl std::fmt::Display for Who<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Who(Client::At(ip), _) => ip.fmt(f),
+            Who(Client::Peer, Some(peer)) => peer.fmt(f),
+            Who(Client::Peer | Client::Unknown, _) => f.write_str("-"),
+        }
     }
 }
 

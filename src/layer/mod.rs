@@ -39,11 +39,13 @@ mod compression;
 mod cors;
 #[cfg(feature = "compression")]
 pub(crate) mod encoder;
+mod request_id;
 
 #[cfg(feature = "compression")]
 #[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
 pub use compression::Compression;
 pub use cors::Cors;
+pub use request_id::{RequestId, RequestIds};
 
 use crate::{Handler, Request, Response};
 
