@@ -5,7 +5,7 @@
 //! cargo run --release --example app --features server,json -- --static examples/public
 //!
 //! GET    /api/items         the items, a JSON array
-//! POST   /api/items         {"name": "..."} in; 201 with the stored item and its id
+//! POST   /api/items         {"name": "..."} in (or a form: name=...); 201 with the stored item
 //! GET    /api/items/{id}    one item, or 404
 //! DELETE /api/items/{id}    204, or 404
 //! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR);
@@ -13,6 +13,12 @@
 //! GET    /ws                a WebSocket: {"listening":true}, then every change as JSON text
 //! GET    /events            an event stream: every change, as JSON data, with ids
 //! ```
+//!
+//! Around the routes, layers: every response carries an `X-Request-Id` (kept from the request or
+//! made; the access log writes it), `/api` answers cross-origin calls from any origin (CORS),
+//! and with the feature `compression` JSON and static files go out compressed to clients that
+//! accept it. The routes read the shared state from the router (`Request::state`): no clone
+//! per route.
 //!
 //! `--engine server|reactor`, `--dispatch inline|pool` and `--addr` as for `hello`; SIGINT or
 //! SIGTERM shuts it down gracefully (requests in flight answered, WebSockets closed with 1001).
@@ -24,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
+use twinhttp::layer::{Cors, HandlerExt, Layer, RequestIds, layer_fn};
 use twinhttp::sse::Event;
 use twinhttp::ws::{CloseFrame, RequestExt, WsHandler, WsMessage, WsSender};
 use twinhttp::{Handler, Request, Response, Router, ServeDir};
@@ -98,9 +105,24 @@ impl State {
     }
 
     fn create(&self, req: &mut Request<'_>) -> Response {
-        let new: NewItem = match req.read_json() {
-            Ok(new) => new,
-            Err(refusal) => return refusal.into(),
+        let form = req
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+        let new = match form {
+            // An HTML form's post: the field `name`.
+            true => match req.read_form() {
+                Ok(form) => match form.get("name") {
+                    Some(name) => NewItem {
+                        name: name.to_owned(),
+                    },
+                    None => return Response::text("a form with a name field\n").with_status(422),
+                },
+                Err(refusal) => return refusal.into(),
+            },
+            false => match req.read_json::<NewItem>() {
+                Ok(new) => new,
+                Err(refusal) => return refusal.into(),
+            },
         };
         let item = Item {
             id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
@@ -189,12 +211,17 @@ impl WsHandler for Listener {
 const INDEX: &str = "twinhttp app: GET/POST /api/items, GET/DELETE /api/items/{id}, \
 GET /static/..., GET /ws, GET /events\n";
 
-fn app(state: Arc<State>, files: Option<ServeDir>) -> Router {
-    // A route's handler: one step on the shared state.
-    let on = |step: fn(&Arc<State>, &mut Request<'_>) -> Response| {
-        let state = Arc::clone(&state);
-        move |req: &mut Request<'_>| step(&state, req)
-    };
+/// A route's handler: one step on the state the router shares with its routes.
+fn on(
+    step: fn(&Arc<State>, &mut Request<'_>) -> Response,
+) -> impl Fn(&mut Request<'_>) -> Response + Send + Sync + 'static {
+    move |req| match req.state::<Arc<State>>() {
+        Some(state) => step(state, req),
+        None => Response::new(500),
+    }
+}
+
+fn app(state: Arc<State>, files: Option<ServeDir>) -> impl Handler {
     let router = Router::new()
         .get("/", |_| Response::text(INDEX))
         .get("/api/items", on(|s, _| s.list()))
@@ -203,11 +230,34 @@ fn app(state: Arc<State>, files: Option<ServeDir>) -> Router {
         .delete("/api/items/{id}", on(|s, req| s.delete(req)))
         .get("/ws", on(|s, req| s.websocket(req)))
         .get("/events", on(|s, _| s.events()));
-    let Some(files) = files else {
-        return router;
-    };
     // The folder is the fallback: `/static`, `/static/` and everything under it.
-    router.fallback(move |req| files.handle(req))
+    let router = match files {
+        Some(files) => router.fallback(move |req| files.handle(req)),
+        None => router,
+    };
+    let cors = Cors::any_origin();
+    let app = router
+        .with_state(state)
+        // Cross-origin calls to the API from any page.
+        .layer(layer_fn(move |req, next| {
+            match req.path().starts_with("/api") {
+                true => cors.call(req, next),
+                false => next.run(req),
+            }
+        }))
+        .layer(RequestIds::new());
+    compressed(app)
+}
+
+/// `app` with its responses compressed (feature `compression`).
+#[cfg(feature = "compression")]
+fn compressed(app: impl Handler) -> impl Handler {
+    app.layer(twinhttp::layer::Compression::new())
+}
+
+#[cfg(not(feature = "compression"))]
+fn compressed(app: impl Handler) -> impl Handler {
+    app
 }
 
 fn main() {

@@ -267,6 +267,83 @@ fn graceful_exit(signal: Signal, flags: &[&str]) {
     assert!(status.success(), "{flags:?}: {status:?}");
 }
 
+/// The layers around the routes: CORS on `/api` only, a request id on every response, a form
+/// as well as JSON to create an item, and (feature `compression`) JSON and static files
+/// compressed for a client that accepts it.
+fn layers(flags: &[&str]) {
+    let site = Site::new(&format!("layers{}", flags.join("")));
+    let big = "static text that compresses well. ".repeat(200);
+    std::fs::write(site.0.join("public/big.txt"), &big).expect("write");
+    let server = start(&site, flags);
+    let mut c = Client::new(server.addr);
+    let preflight = "Origin: https://elsewhere.example\r\nAccess-Control-Request-Method: POST\r\n";
+    let r = request(&mut c, "OPTIONS", "/api/items", preflight, "");
+    assert_eq!(r.status, 204, "{flags:?}");
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    let r = request(
+        &mut c,
+        "GET",
+        "/",
+        "Origin: https://elsewhere.example\r\n",
+        "",
+    );
+    assert_eq!(
+        (r.status, r.header("access-control-allow-origin")),
+        (200, None)
+    );
+    assert!(r.header("x-request-id").is_some_and(|id| !id.is_empty()));
+    let r = request(&mut c, "GET", "/api/items", "X-Request-Id: trace-1\r\n", "");
+    assert_eq!(r.header("x-request-id"), Some("trace-1"), "{flags:?}");
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let r = request(&mut c, "POST", "/api/items", form, "name=from+a+form");
+    assert_eq!(r.status, 201, "{flags:?}");
+    assert_eq!(json_of(&r)["name"], json!("from a form"));
+    let r = request(&mut c, "POST", "/api/items", form, "nope=1");
+    assert_eq!(r.status, 422, "{flags:?}");
+    #[cfg(feature = "compression")]
+    {
+        use std::io::Read;
+        for n in 0..40 {
+            let item = format!("{{\"name\": \"item number {n}\"}}");
+            assert_eq!(
+                request(&mut c, "POST", "/api/items", JSON, &item).status,
+                201
+            );
+        }
+        let plain = request(&mut c, "GET", "/api/items", "", "");
+        assert_eq!(plain.header("content-encoding"), None);
+        assert!(plain.body.len() > 1024);
+        let r = request(&mut c, "GET", "/api/items", "Accept-Encoding: gzip\r\n", "");
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "{flags:?}");
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_end(&mut json)
+            .expect("gzip");
+        assert_eq!(json, plain.body, "{flags:?}");
+        let r = request(
+            &mut c,
+            "GET",
+            "/static/big.txt",
+            "Accept-Encoding: br\r\n",
+            "",
+        );
+        assert_eq!(r.header("content-encoding"), Some("br"), "{flags:?}");
+        let mut text = Vec::new();
+        brotli::Decompressor::new(&r.body[..], 4096)
+            .read_to_end(&mut text)
+            .expect("brotli");
+        assert_eq!(text, big.as_bytes(), "{flags:?}");
+    }
+}
+
+#[test]
+fn layers_on_every_engine() {
+    for flags in child::EVERY_CONFIGURATION {
+        layers(flags);
+    }
+}
+
 #[test]
 fn api_and_announcements_on_every_engine() {
     for flags in child::EVERY_CONFIGURATION {
