@@ -131,7 +131,8 @@ impl ServeDir {
     /// `app.js.gz`) are served for it to clients that accept their coding, the one they like
     /// best (`Accept-Encoding` q-values; `br`, `zstd`, `gzip` where alike), with its
     /// `Content-Encoding`, the original's content type, its own validators, and
-    /// `Vary: Accept-Encoding` on every answer for a file that has copies. Default: yes.
+    /// `Vary: Accept-Encoding` on every file's answer. Each accepted coding costs a lookup
+    /// until a copy is found. Default: yes.
     #[cfg(feature = "compression")]
     #[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
     pub fn precompressed(mut self, serve: bool) -> ServeDir {
@@ -193,38 +194,42 @@ impl ServeDir {
         Response::file_opened(req, file, meta, name)
     }
 
-    /// The answer from the file at `name`, open, or from its precompressed copy: the one of
-    /// the codings the client likes best.
+    /// The answer from the file at `name`, open, or from its precompressed copy: of the
+    /// codings the client accepts, best liked first (the server's order where alike), the
+    /// first that has a copy. Only `GET` and `HEAD` look for one; every answer varies by
+    /// `Accept-Encoding`.
     #[cfg(feature = "compression")]
     fn file(&self, req: &Request<'_>, file: File, meta: &Metadata, name: &Path) -> Response {
         use crate::layer::encoder::{Coding, quality};
-        if !self.precompressed {
+        let reads = req.method() == "GET" || req.method() == "HEAD";
+        if !self.precompressed || !reads {
             return Response::file_opened(req, file, meta, name);
         }
-        let mut copies = false;
-        let mut best: Option<(Coding, f32, File, Metadata)> = None;
-        for coding in Coding::ALL {
+        let mut accepted: Vec<(Coding, f32)> = Coding::ALL
+            .iter()
+            .map(|&c| (c, quality(req.header_all("accept-encoding"), c)))
+            .filter(|&(_, q)| q > 0.0)
+            .collect();
+        // Stable: alike codings keep the server's order.
+        accepted.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let copy = accepted.into_iter().find_map(|(coding, _)| {
             let copy = format!("{}{}", name.display(), coding.suffix());
-            let Lookup::File(file, meta, _) = self.resolve(&copy) else {
-                continue;
-            };
-            copies = true;
-            let q = quality(req.header_all("accept-encoding"), coding);
-            if q > 0.0 && best.as_ref().is_none_or(|(_, b, _, _)| q > *b) {
-                best = Some((coding, q, file, meta));
+            match self.resolve(&copy) {
+                Lookup::File(file, meta, _) => Some((coding, file, meta)),
+                Lookup::Folder | Lookup::Refused => None,
             }
-        }
-        let response = match best {
-            Some((coding, _, copy, copy_meta)) => {
-                Response::file_opened(req, copy, &copy_meta, name)
-                    .with_header("Content-Encoding", coding.token())
+        });
+        let response = match copy {
+            Some((coding, file, meta)) => {
+                let r = Response::file_opened(req, file, &meta, name);
+                match r.status() {
+                    200 | 206 | 304 => r.with_header("Content-Encoding", coding.token()),
+                    _ => r,
+                }
             }
             None => Response::file_opened(req, file, meta, name),
         };
-        match copies {
-            true => response.with_added_header("Vary", "Accept-Encoding"),
-            false => response,
-        }
+        response.with_added_header("Vary", "Accept-Encoding")
     }
 
     /// Where `relative` leads, checked at each step.
@@ -398,12 +403,17 @@ mod tests {
             );
             assert_eq!(r.text().expect("a body"), body, "{accept:?}");
         }
-        // A file without copies varies by nothing; with the copies off, the original.
+        // A file without copies: as it is (varying all the same); with the copies off, the
+        // original; a POST is refused without a coding.
         let r = get("/lone.css", "br");
         assert_eq!(
             (r.header("vary"), r.header("content-encoding")),
-            (None, None)
+            (Some("Accept-Encoding"), None)
         );
+        let post = TestRequest::post("/app.js")
+            .header("Accept-Encoding", "br")
+            .call(&files);
+        assert_eq!((post.status(), post.header("content-encoding")), (405, None));
         let off = files.clone().precompressed(false);
         let r = TestRequest::get("/app.js")
             .header("Accept-Encoding", "br")

@@ -112,12 +112,14 @@ impl AccessLog {
         }
     }
 
-    /// The response carries this request id (`X-Request-Id`).
+    /// The response carries this request id (`X-Request-Id`): looked up only when logging.
     #[inline]
-    pub(crate) fn request_id(&mut self, id: Option<&str>) {
-        if let (AccessLog::On(e), Some(id)) = (self, id) {
-            e.request_id.clear();
-            escape_into(&mut e.request_id, id);
+    pub(crate) fn request_id<'r>(&mut self, id: impl FnOnce() -> Option<&'r str>) {
+        if let AccessLog::On(e) = self {
+            if let Some(id) = id() {
+                e.request_id.clear();
+                escape_into(&mut e.request_id, id);
+            }
         }
     }
 

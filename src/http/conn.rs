@@ -235,7 +235,7 @@ impl Conn {
             resp.status()
         };
         self.access.status(status);
-        self.access.request_id(resp.header("x-request-id"));
+        self.access.request_id(|| resp.header("x-request-id"));
         let bodyless = status == 204 || status == 304;
         let len = resp.body().len();
         let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;

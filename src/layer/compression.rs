@@ -14,9 +14,12 @@ use crate::{Body, Request, Response};
 /// images, audio, video, archives, fonts or event streams), its status has a body, it is not
 /// encoded already nor a part (`Content-Range`), and its length, when known, is at least the
 /// minimum size. Fixed bodies are compressed whole (their `Content-Length` is the compressed
-/// one, `HEAD` included); streamed and file bodies as they are read, and a stream of chunks
-/// chunk by chunk, each flushed so that it reaches the client when produced. Such responses get
-/// `Vary: Accept-Encoding`, a strong `ETag` becomes weak, and `Accept-Ranges` is dropped.
+/// one, `HEAD` included); streamed and file bodies as they are read (a short read flushed),
+/// and a stream of chunks chunk by chunk, each flushed so that it reaches the client when
+/// produced. Such responses get `Vary: Accept-Encoding`, a strong `ETag` becomes weak, and
+/// `Accept-Ranges` is dropped. A range request (`206`) is answered with plain bytes: a client
+/// resuming a download should send `If-Range` with the weak tag, which then fails, and gets the
+/// whole compressed body instead.
 ///
 /// Levels are fast ones, as actix-web's (gzip 1, brotli 3, zstd 3): the cost per response is
 /// in `bench/results/2026-11-24-compression.md`.
@@ -123,30 +126,39 @@ impl Layer for Compression {
     }
 }
 
-/// `response` with its body encoded with `coding`; the response as it was when the encoder
-/// cannot be made (logged).
+/// `response` with its body encoded with `coding`; the response as it was when a fixed body
+/// cannot be compressed (logged). A stream's encoder is made at its first read.
 fn encoded(mut response: Response, coding: Coding, levels: Levels) -> Result<Response, Response> {
-    let body = match response.body().kind {
-        BodyKind::Static(bytes) => whole(bytes, coding, levels),
-        BodyKind::Bytes(ref bytes) => whole(bytes, coding, levels),
-        _ => Encoder::new(coding, levels).map(|_| None),
+    let fixed = match response.body().kind {
+        BodyKind::Static(bytes) => Some(whole(bytes, coding, levels)),
+        BodyKind::Bytes(ref bytes) => Some(whole(bytes, coding, levels)),
+        _ => None,
     };
-    let body = match body {
-        Ok(Some(bytes)) => Body::from(bytes),
-        Ok(None) => match response.take_body().kind {
-            BodyKind::Reader(reader, _) => Body::reader(Compressing::new(reader, coding, levels)),
+    let body = match fixed {
+        Some(Ok(bytes)) => Body::from(bytes),
+        Some(Err(e)) => {
+            log::warn!("compression: {e}; sent as it is");
+            return Err(response);
+        }
+        None => match response.take_body().kind {
+            BodyKind::Reader(reader, None) => {
+                Body::reader(Compressing::new(reader, coding, levels))
+            }
+            // Exactly its length, as the engine would send it: no byte past it, and one that
+            // ends short fails rather than ending a valid, shorter stream.
+            BodyKind::Reader(reader, Some(len)) => {
+                let exact = Box::new(Exact(reader.take(len)));
+                Body::reader(Compressing::new(exact, coding, levels))
+            }
             BodyKind::File(file, len) => {
-                Body::reader(Compressing::new(Box::new(file.take(len)), coding, levels))
+                let exact = Box::new(Exact(file.take(len)));
+                Body::reader(Compressing::new(exact, coding, levels))
             }
             BodyKind::Chunks(chunks) => {
                 Body::chunks(CompressingChunks::new(chunks, coding, levels))
             }
             kind => Body { kind },
         },
-        Err(e) => {
-            log::warn!("compression: {e}; sent as it is");
-            return Err(response);
-        }
     };
     let response = response
         .with_body(body)
@@ -155,9 +167,23 @@ fn encoded(mut response: Response, coding: Coding, levels: Levels) -> Result<Res
     Ok(weak_etag(response))
 }
 
+/// A reader of exactly its limit's bytes: one that ends sooner is an error
+/// (`UnexpectedEof`).
+struct Exact<R>(io::Take<R>);
+
+impl<R: Read> Read for Exact<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if n == 0 && !buf.is_empty() && self.0.limit() > 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(n)
+    }
+}
+
 /// Fixed bytes compressed whole.
-fn whole(bytes: &[u8], coding: Coding, levels: Levels) -> io::Result<Option<Vec<u8>>> {
-    Encoder::all(coding, levels, bytes).map(Some)
+fn whole(bytes: &[u8], coding: Coding, levels: Levels) -> io::Result<Vec<u8>> {
+    Encoder::all(coding, levels, bytes)
 }
 
 /// Adds `Accept-Encoding` to `Vary` unless it is there.
@@ -189,27 +215,34 @@ fn weak_etag(response: Response) -> Response {
 
 /// True for a content type worth compressing.
 fn compresses(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let essence = content_type.split(';').next().unwrap_or("").trim();
     let Some((kind, sub)) = essence.split_once('/') else {
         return false;
     };
-    match kind {
-        "text" => sub != "event-stream",
-        "application" => {
-            matches!(
-                sub,
-                "json" | "javascript" | "ecmascript" | "xml" | "wasm" | "x-www-form-urlencoded"
-            ) || sub.ends_with("+json")
-                || sub.ends_with("+xml")
-        }
-        "image" => sub == "svg+xml",
-        _ => false,
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let ends = |s: &str, suffix: &str| {
+        s.len() >= suffix.len()
+            && s.get(s.len() - suffix.len()..)
+                .is_some_and(|t| is(t, suffix))
+    };
+    if is(kind, "text") {
+        return !is(sub, "event-stream");
     }
+    if is(kind, "application") {
+        return [
+            "json",
+            "javascript",
+            "ecmascript",
+            "xml",
+            "wasm",
+            "x-www-form-urlencoded",
+        ]
+        .iter()
+        .any(|t| is(sub, t))
+            || ends(sub, "+json")
+            || ends(sub, "+xml");
+    }
+    is(kind, "image") && is(sub, "svg+xml")
 }
 
 /// A reader's bytes, compressed as they are read.
@@ -251,6 +284,8 @@ impl Read for Compressing {
                 self.at += n;
                 return Ok(n);
             }
+            // Drained: nothing of it is sent again, whatever the next step comes to.
+            self.out.clear();
             self.at = 0;
             match &mut self.stage {
                 Stage::Start(coding, levels) => {
@@ -260,7 +295,9 @@ impl Read for Compressing {
                     let mut input = [0u8; 16 * 1024];
                     let n = self.source.read(&mut input)?;
                     if n > 0 {
-                        self.out = encoder.push(&input[..n], false)?;
+                        // A short read (a pipe, a live source) goes out now, not when the
+                        // encoder's buffer fills.
+                        self.out = encoder.push(&input[..n], n < input.len())?;
                     } else if let Stage::Reading(encoder) =
                         std::mem::replace(&mut self.stage, Stage::Done)
                     {
@@ -462,6 +499,101 @@ mod tests {
             out.extend_from_slice(&buf[..n]);
         }
         String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// A source that gives its pieces in turn: bytes, or an error.
+    struct Pieces(std::collections::VecDeque<io::Result<Vec<u8>>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.pop_front() {
+                None => Ok(0),
+                Some(Err(e)) => Err(e),
+                Some(Ok(bytes)) => {
+                    buf[..bytes.len()].copy_from_slice(&bytes);
+                    Ok(bytes.len())
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_retried_or_read_past_its_end_sends_nothing_twice() {
+        let (first, second) = (b"first half ".repeat(50), b"second half ".repeat(50));
+        let pieces = Pieces(
+            [
+                Ok(first.clone()),
+                Err(io::ErrorKind::Interrupted.into()),
+                Ok(second.clone()),
+            ]
+            .into(),
+        );
+        let mut reader = Compressing::new(Box::new(pieces), Coding::Gzip, Levels::default());
+        let (mut out, mut buf, mut interrupted) = (Vec::new(), [0u8; 64], 0);
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                // Retried, as the engine does.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => interrupted += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(interrupted, 1);
+        assert_eq!(decode("gzip", &out).into_bytes(), [first, second].concat());
+        assert_eq!(
+            reader.read(&mut buf).expect("the end"),
+            0,
+            "the end stays the end"
+        );
+    }
+
+    #[test]
+    fn a_sized_reader_sends_its_length_and_no_more_and_a_short_one_fails() {
+        let body = json();
+        let exact = Response::new(200)
+            .with_content_type("text/plain")
+            .with_body(Body::sized_reader(
+                io::Cursor::new(format!("{body}EXTRA")),
+                body.len() as u64,
+            ));
+        let mut r = Compression::new().compress(exact, Some(Coding::Gzip));
+        let BodyKind::Reader(mut reader, None) = r.take_body().kind else {
+            panic!("a stream");
+        };
+        let mut sent = Vec::new();
+        reader.read_to_end(&mut sent).expect("read");
+        assert_eq!(decode("gzip", &sent), body, "no byte past the length");
+        let short = Response::new(200)
+            .with_content_type("text/plain")
+            .with_body(Body::sized_reader(
+                io::Cursor::new(body.clone()),
+                body.len() as u64 + 10,
+            ));
+        let mut r = Compression::new().compress(short, Some(Coding::Gzip));
+        let BodyKind::Reader(mut reader, None) = r.take_body().kind else {
+            panic!("a stream");
+        };
+        let read = reader.read_to_end(&mut Vec::new());
+        assert!(read.is_err_and(|e| e.kind() == io::ErrorKind::UnexpectedEof));
+    }
+
+    #[test]
+    fn q_is_read_in_any_case_and_only_as_a_qvalue() {
+        for (accept, want) in [
+            ("gzip;Q=0", None),
+            ("gzip; q=0.000", None),
+            ("gzip;q=1.0", Some("gzip")),
+            ("gzip;q=inf", None),
+            ("gzip;q=1e3", None),
+            ("gzip;q=0.5, br;q=0.4", Some("gzip")),
+        ] {
+            assert_eq!(
+                get("/json", accept).header("content-encoding"),
+                want,
+                "{accept:?}"
+            );
+        }
     }
 
     #[test]

@@ -5,14 +5,19 @@
 use std::time::Duration;
 
 use super::{Layer, Next};
-use crate::{Request, Response};
+use crate::{HeaderText, Request, Response};
 
 /// The CORS layer: answers preflight requests (`OPTIONS` with
 /// `Access-Control-Request-Method`) itself, and adds `Access-Control-Allow-Origin` (and the
 /// rest) to the responses of requests from an allowed origin. A request without `Origin` (not
 /// from a browser's cross-origin call) passes through unchanged, as does one from an origin
 /// not allowed (the browser then refuses the page the response); a preflight from such an
-/// origin is answered `403`.
+/// origin is answered `403`. Where the answer depends on the origin (a list of them), every
+/// response says so with `Vary: Origin`.
+///
+/// Wrap the whole router (or what answers `OPTIONS`): a router answers an `OPTIONS` for a route
+/// without one `405` itself, so a layer around its routes only
+/// ([`Router::route_layer`](crate::Router::route_layer)) never sees the preflight.
 ///
 /// ```
 /// use std::time::Duration;
@@ -66,16 +71,20 @@ impl Cors {
         }
     }
 
-    /// Any origin (`Access-Control-Allow-Origin: *`; with [`Cors::credentials`], the request's
-    /// own origin, as the standard requires).
+    /// Any origin (`Access-Control-Allow-Origin: *`), without credentials: a page anywhere may
+    /// read what it could fetch without cookies.
     pub fn any_origin() -> Cors {
         Cors::with(Origins::Any)
     }
 
     /// These origins only (`https://app.example`: scheme, host and port, as browsers send
-    /// `Origin`; compared without regard to case).
+    /// `Origin`; compared without regard to case, a trailing `/` ignored).
     pub fn origins<S: Into<String>>(origins: impl IntoIterator<Item = S>) -> Cors {
-        Cors::with(Origins::List(origins.into_iter().map(Into::into).collect()))
+        let list = origins
+            .into_iter()
+            .map(|o| o.into().trim_end_matches('/').to_owned())
+            .collect();
+        Cors::with(Origins::List(list))
     }
 
     /// The methods a preflight allows. Default: `GET`, `HEAD`, `POST`.
@@ -99,7 +108,16 @@ impl Cors {
 
     /// Whether calls may carry credentials (cookies, HTTP authentication):
     /// `Access-Control-Allow-Credentials: true`. Default: no.
+    ///
+    /// # Panics
+    ///
+    /// On [`Cors::any_origin`]: any site could then read what its visitors' cookies open
+    /// (the standard forbids `*` with credentials for that reason). List the origins.
     pub fn credentials(mut self, allowed: bool) -> Cors {
+        assert!(
+            !(allowed && matches!(self.origins, Origins::Any)),
+            "Cors: credentials from any origin would let any site read your users' data; list the origins"
+        );
         self.credentials = allowed;
         self
     }
@@ -112,32 +130,41 @@ impl Cors {
     }
 
     /// The `Access-Control-Allow-Origin` value for `origin`, if it is allowed.
-    fn allow(&self, origin: &str) -> Option<String> {
+    fn allow(&self, origin: &str) -> Option<HeaderText> {
         match &self.origins {
-            Origins::Any if self.credentials => Some(origin.to_owned()),
-            Origins::Any => Some("*".to_owned()),
+            Origins::Any => Some(HeaderText::Borrowed("*")),
             Origins::List(list) => list
                 .iter()
                 .any(|o| o.eq_ignore_ascii_case(origin))
-                .then(|| origin.to_owned()),
+                .then(|| HeaderText::Owned(origin.to_owned())),
+        }
+    }
+
+    /// True when the answer depends on the request's `Origin`: every response then says so
+    /// (`Vary: Origin`), marked or not, so that a cache keeps them apart.
+    fn varies(&self) -> bool {
+        matches!(self.origins, Origins::List(_))
+    }
+
+    /// `Vary: Origin` where the answer depends on it.
+    fn vary(&self, response: Response) -> Response {
+        match self.varies() {
+            true => response.with_added_header("vary", "Origin"),
+            false => response,
         }
     }
 
     /// The fields every allowed response carries.
-    fn decorate(&self, response: Response, allowed: String) -> Response {
-        let varies = allowed != "*";
+    fn decorate(&self, response: Response, allowed: HeaderText) -> Response {
         let mut response = response.with_header("access-control-allow-origin", allowed);
         if self.credentials {
             response = response.with_header("access-control-allow-credentials", "true");
         }
-        if varies {
-            response = response.with_added_header("vary", "Origin");
-        }
-        response
+        self.vary(response)
     }
 
     /// The answer to a preflight from an allowed origin.
-    fn preflight(&self, req: &Request<'_>, allowed: String) -> Response {
+    fn preflight(&self, req: &Request<'_>, allowed: HeaderText) -> Response {
         let mut response =
             Response::new(204).with_header("access-control-allow-methods", self.methods.clone());
         let fields = match &self.headers {
@@ -160,14 +187,14 @@ impl Cors {
 impl Layer for Cors {
     fn call(&self, req: &mut Request<'_>, next: Next<'_>) -> Response {
         let Some(origin) = req.header("origin") else {
-            return next.run(req);
+            return self.vary(next.run(req));
         };
         let allowed = self.allow(origin);
         let preflight =
             req.method() == "OPTIONS" && req.header("access-control-request-method").is_some();
         match (preflight, allowed) {
             (true, Some(allowed)) => self.preflight(req, allowed),
-            (true, None) => Response::new(403),
+            (true, None) => self.vary(Response::new(403)),
             (false, Some(allowed)) => {
                 let response = next.run(req);
                 let response = match &self.expose {
@@ -178,7 +205,7 @@ impl Layer for Cors {
                 };
                 self.decorate(response, allowed)
             }
-            (false, None) => next.run(req),
+            (false, None) => self.vary(next.run(req)),
         }
     }
 }
@@ -267,8 +294,19 @@ mod tests {
     }
 
     #[test]
-    fn any_origin_with_credentials_echoes_the_origin() {
-        let app = handler_fn(|_| Response::new(204)).layer(Cors::any_origin().credentials(true));
+    #[should_panic(expected = "list the origins")]
+    fn any_origin_with_credentials_is_refused() {
+        let _ = Cors::any_origin().credentials(true);
+    }
+
+    #[test]
+    fn listed_origins_vary_every_response() {
+        let app = handler_fn(|_| Response::new(204)).layer(Cors::origins(["https://b.example/"]));
+        let r = TestRequest::get("/").call(&app);
+        assert_eq!(
+            (r.header("vary"), r.header("access-control-allow-origin")),
+            (Some("Origin"), None)
+        );
         let r = TestRequest::get("/")
             .header("Origin", "https://b.example")
             .call(&app);
@@ -276,6 +314,5 @@ mod tests {
             r.header("access-control-allow-origin"),
             Some("https://b.example")
         );
-        assert_eq!(r.header("vary"), Some("Origin"));
     }
 }

@@ -45,9 +45,12 @@ pub(crate) fn quality<'a>(accepted: impl Iterator<Item = &'a str>, coding: Codin
         let mut parts = entry.split(';');
         let name = parts.next().unwrap_or("").trim();
         let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
+            .filter_map(|p| {
+                let (key, value) = p.split_once('=')?;
+                key.trim().eq_ignore_ascii_case("q").then_some(value)
+            })
             .next()
-            .map_or(1.0, |q| q.trim().parse::<f32>().unwrap_or(0.0));
+            .map_or(1.0, |q| qvalue(q.trim()));
         let named = name.eq_ignore_ascii_case(coding.token())
             || (coding == Coding::Gzip && name.eq_ignore_ascii_case("x-gzip"));
         if named {
@@ -57,6 +60,17 @@ pub(crate) fn quality<'a>(accepted: impl Iterator<Item = &'a str>, coding: Codin
         }
     }
     own.or(star).unwrap_or(0.0)
+}
+
+/// A qvalue (`0`, `0.5`, `1.000`: RFC 9110 §12.4.2); anything else counts as 0.
+fn qvalue(q: &str) -> f32 {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    let digits = fraction.len() <= 3 && fraction.bytes().all(|b| b.is_ascii_digit());
+    match whole {
+        "0" if digits => q.parse().unwrap_or(0.0),
+        "1" if digits && fraction.bytes().all(|b| b == b'0') => 1.0,
+        _ => 0.0,
+    }
 }
 
 /// How hard each coding works: fast levels, as actix-web's (gzip 1, brotli 3, zstd 3), not

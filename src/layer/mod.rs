@@ -49,8 +49,9 @@ pub use request_id::{RequestId, RequestIds};
 
 use crate::{Handler, Request, Response};
 
-/// The rest of the chain, for a layer to run: the layers inside it, then the handler.
-#[derive(Clone, Copy)]
+/// The rest of the chain, for a layer to run: the layers inside it, then the handler. Run
+/// once (it is consumed); a layer outside a [`Router`](crate::Router) runs before the router
+/// shares its state, so [`Request::state`] there is `None`.
 pub struct Next<'a> {
     inner: &'a dyn Handler,
 }
