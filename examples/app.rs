@@ -8,6 +8,8 @@
 //! POST   /api/items         {"name": "..."} in (or a form: name=...); 201 with the stored item
 //! GET    /api/items/{id}    one item, or 404
 //! DELETE /api/items/{id}    204, or 404
+//! POST   /api/upload        multipart/form-data (feature multipart): each part's name, file
+//!                           name and size, as JSON
 //! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR);
 //!                           examples/public/index.html lists, adds and deletes items live
 //! GET    /ws                a WebSocket: {"listening":true}, then every change as JSON text
@@ -228,6 +230,7 @@ fn app(state: Arc<State>, files: Option<ServeDir>) -> impl Handler {
         .post("/api/items", on(|s, req| s.create(req)))
         .get("/api/items/{id}", on(|s, req| s.get(req)))
         .delete("/api/items/{id}", on(|s, req| s.delete(req)))
+        .post("/api/upload", upload)
         .get("/ws", on(|s, req| s.websocket(req)))
         .get("/events", on(|s, _| s.events()));
     // The folder is the fallback: `/static`, `/static/` and everything under it.
@@ -247,6 +250,57 @@ fn app(state: Arc<State>, files: Option<ServeDir>) -> impl Handler {
         }))
         .layer(RequestIds::new());
     compressed(app)
+}
+
+/// A part of an upload, as reported.
+#[derive(Serialize)]
+struct Uploaded {
+    name: String,
+    file_name: Option<String>,
+    bytes: u64,
+}
+
+/// Reports an upload's parts (read through, never kept).
+#[cfg(feature = "multipart")]
+fn upload(req: &mut Request<'_>) -> Response {
+    let mut form = match req.multipart(twinhttp::MultipartLimits::default()) {
+        Ok(form) => form,
+        Err(refusal) => return refusal.into(),
+    };
+    let mut parts = Vec::new();
+    loop {
+        let mut part = match form.next_part() {
+            Ok(Some(part)) => part,
+            Ok(None) => return Response::json(&parts),
+            Err(refusal) => return refusal.into(),
+        };
+        let name = part.name().unwrap_or("").to_owned();
+        let file_name = part.file_name().map(str::to_owned);
+        match std::io::copy(&mut part, &mut std::io::sink()) {
+            Ok(bytes) => parts.push(Uploaded {
+                name,
+                file_name,
+                bytes,
+            }),
+            // A limit or a malformed body, met while reading the part.
+            Err(e) => {
+                let refusal = e
+                    .into_inner()
+                    .and_then(|inner| inner.downcast::<twinhttp::MultipartError>().ok());
+                return refusal.map_or(Response::new(400), |refusal| (*refusal).into());
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "multipart"))]
+fn upload(_: &mut Request<'_>) -> Response {
+    let _ = Uploaded {
+        name: String::new(),
+        file_name: None,
+        bytes: 0,
+    };
+    Response::text("uploads need the feature: --features multipart\n").with_status(501)
 }
 
 /// `app` with its responses compressed (feature `compression`).

@@ -172,6 +172,9 @@ pub use engine::ShutdownHandle;
 pub use error::{Error, ErrorKind};
 pub use handler::{Handler, Streaming, handler_fn, streaming};
 pub use http::form::{Form, FormError};
+#[cfg(feature = "multipart")]
+#[cfg_attr(docsrs, doc(cfg(feature = "multipart")))]
+pub use http::multipart::{Multipart, MultipartError, MultipartLimits, Part};
 pub use http::origin::{Scheme, TrustedProxies, TrustedProxiesError};
 pub use http::request::{Request, RequestBody, Version};
 pub use http::response::{Body, HeaderText, Response};

@@ -413,7 +413,10 @@ mod tests {
         let post = TestRequest::post("/app.js")
             .header("Accept-Encoding", "br")
             .call(&files);
-        assert_eq!((post.status(), post.header("content-encoding")), (405, None));
+        assert_eq!(
+            (post.status(), post.header("content-encoding")),
+            (405, None)
+        );
         let off = files.clone().precompressed(false);
         let r = TestRequest::get("/app.js")
             .header("Accept-Encoding", "br")

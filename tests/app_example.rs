@@ -337,6 +337,99 @@ fn layers(flags: &[&str]) {
     }
 }
 
+/// An upload as a browser sends it: each part's name, file name and size (feature multipart).
+#[cfg(feature = "multipart")]
+fn upload(flags: &[&str]) {
+    let site = Site::new(&format!("upload{}", flags.join("")));
+    let server = start(&site, flags);
+    let mut c = Client::new(server.addr);
+    let boundary = "----WebKitFormBoundaryx8zXxJ1Jm4Hk2rYz";
+    let file = vec![7u8; 100_000];
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nholiday\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"a.png\"\r\n\
+         Content-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let head = format!(
+        "POST /api/upload HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut raw = head.into_bytes();
+    raw.extend_from_slice(&body);
+    let r = c.roundtrip(&raw);
+    assert_eq!(r.status, 200, "{flags:?}: {}", r.text());
+    assert_eq!(
+        json_of(&r),
+        json!([
+            {"name": "title", "file_name": null, "bytes": 7},
+            {"name": "photo", "file_name": "a.png", "bytes": 100_000}
+        ]),
+        "{flags:?}"
+    );
+    let r = request(&mut c, "POST", "/api/upload", JSON, "{}");
+    assert_eq!(r.status, 415, "{flags:?}");
+}
+
+#[cfg(feature = "multipart")]
+#[test]
+fn upload_on_every_engine() {
+    for flags in child::EVERY_CONFIGURATION {
+        upload(flags);
+    }
+}
+
+/// curl as a user runs it against the app: `--compressed` decodes what the layer compressed,
+/// `-F` uploads a file. Needs curl: `.ci/run` installs it and runs this.
+#[cfg(all(feature = "compression", feature = "multipart"))]
+#[test]
+#[ignore = "needs curl: .ci/run runs it"]
+fn curl_compressed_and_form_upload() {
+    for flags in child::EVERY_CONFIGURATION {
+        let site = Site::new(&format!("curl{}", flags.join("")));
+        let big = "text that compresses. ".repeat(500);
+        std::fs::write(site.0.join("public/big.txt"), &big).expect("write");
+        let upload = site.0.join("upload.bin");
+        std::fs::write(&upload, vec![1u8; 50_000]).expect("write");
+        let server = start(&site, flags);
+        let base = format!("http://{}", server.addr);
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--compressed",
+                "-D",
+                "-",
+                &format!("{base}/static/big.txt"),
+            ])
+            .output()
+            .expect("curl");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.to_ascii_lowercase().contains("content-encoding:"),
+            "{flags:?}: {text}"
+        );
+        assert!(text.ends_with(&big), "{flags:?}: decoded by curl");
+        let out = Command::new("curl")
+            .args(["-sS", "-F", "title=holiday", "-F"])
+            .arg(format!("photo=@{}", upload.display()))
+            .arg(format!("{base}/api/upload"))
+            .output()
+            .expect("curl");
+        let got: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(
+            got,
+            json!([
+                {"name": "title", "file_name": null, "bytes": 7},
+                {"name": "photo", "file_name": "upload.bin", "bytes": 50_000}
+            ]),
+            "{flags:?}"
+        );
+    }
+}
+
 #[test]
 fn layers_on_every_engine() {
     for flags in child::EVERY_CONFIGURATION {

@@ -14,6 +14,8 @@ pub(crate) mod due;
 pub(crate) mod file;
 pub(crate) mod form;
 pub(crate) mod linger;
+#[cfg(feature = "multipart")]
+pub(crate) mod multipart;
 pub(crate) mod origin;
 pub(crate) mod parse;
 pub(crate) mod percent;

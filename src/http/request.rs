@@ -283,6 +283,12 @@ impl<'a> Request<'a> {
         self.extensions = extensions;
     }
 
+    /// The body's reader, as the engine gave it (for readers built on it: multipart).
+    #[cfg_attr(not(feature = "multipart"), allow(dead_code))]
+    pub(crate) fn body_reader(&mut self) -> &mut dyn Read {
+        &mut *self.body.inner
+    }
+
     /// This request's extensions, taken.
     pub(crate) fn take_extensions(&mut self) -> ::http::Extensions {
         std::mem::take(&mut self.extensions)

@@ -1,0 +1,495 @@
+//! `multipart/form-data` bodies (uploads) read part by part, with limits on the number of parts,
+//! each part's size and the whole. Parsing is `multer`'s (as axum's): an asynchronous parser,
+//! driven here from the handler's own blocking reads of the body, which the engine already has
+//! whole (in memory or its temporary file), so no part ever waits on the client.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use futures_core::Stream;
+
+use crate::Response;
+use crate::http::request::Request;
+
+/// How much of the body is fed to the parser at once.
+const FEED: usize = 64 * 1024;
+
+/// Limits on a multipart body, beyond the engine's body limit. Default: 64 parts, 16 MiB a
+/// part, 64 MiB in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MultipartLimits {
+    /// The most parts.
+    pub parts: usize,
+    /// The largest part, in bytes.
+    pub part_bytes: u64,
+    /// The whole body, in bytes.
+    pub total_bytes: u64,
+}
+
+impl Default for MultipartLimits {
+    fn default() -> Self {
+        MultipartLimits {
+            parts: 64,
+            part_bytes: 16 << 20,
+            total_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why a multipart body was refused: its `Content-Type` (415, or 400 without a boundary), a
+/// limit (413), a malformed body (400), or the body could not be read (413, 400, 408).
+pub struct MultipartError {
+    status: u16,
+    message: String,
+}
+
+impl MultipartError {
+    fn new(status: u16, message: impl Into<String>) -> MultipartError {
+        MultipartError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// The status code to answer with.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    fn of(e: multer::Error, feed: &Feed) -> MultipartError {
+        if let Some(status) = feed.failed {
+            return MultipartError::new(status, "the request body could not be read");
+        }
+        let status = match e {
+            multer::Error::FieldSizeExceeded { .. } | multer::Error::StreamSizeExceeded { .. } => {
+                413
+            }
+            _ => 400,
+        };
+        MultipartError::new(status, e.to_string())
+    }
+}
+
+impl fmt::Display for MultipartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for MultipartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MultipartError")
+            .field("status", &self.status)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl std::error::Error for MultipartError {}
+
+/// The answer to a request whose multipart body was refused: its status and a text body.
+impl From<MultipartError> for Response {
+    fn from(err: MultipartError) -> Response {
+        Response::text(format!("{err}\n")).with_status(err.status)
+    }
+}
+
+/// What the parser has been fed and not yet taken, and whether the body ended.
+#[derive(Default)]
+struct Feed {
+    chunks: VecDeque<Bytes>,
+    ended: bool,
+    /// The status of a body that could not be read.
+    failed: Option<u16>,
+}
+
+/// The parser's side of the feed: what it was given, then the end; `Pending` while the handler
+/// has not fed more.
+struct Fed(Arc<Mutex<Feed>>);
+
+impl Stream for Fed {
+    type Item = Result<Bytes, io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut feed = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match feed.chunks.pop_front() {
+            Some(chunk) => Poll::Ready(Some(Ok(chunk))),
+            None if feed.ended => Poll::Ready(None),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// The body, fed to the parser as it asks for more.
+struct Source<'r> {
+    feed: Arc<Mutex<Feed>>,
+    body: &'r mut dyn Read,
+}
+
+impl Source<'_> {
+    fn feed(&self) -> std::sync::MutexGuard<'_, Feed> {
+        self.feed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `poll` to its end, reading more of the body whenever it waits for it.
+    fn drive<T>(
+        &mut self,
+        mut poll: impl FnMut(&mut Context<'_>) -> Poll<Result<T, multer::Error>>,
+    ) -> Result<T, MultipartError> {
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            match poll(&mut cx) {
+                Poll::Ready(Ok(value)) => return Ok(value),
+                Poll::Ready(Err(e)) => return Err(MultipartError::of(e, &self.feed())),
+                Poll::Pending => self.read_more()?,
+            }
+        }
+    }
+
+    /// Feeds the next piece of the body, or its end.
+    fn read_more(&mut self) -> Result<(), MultipartError> {
+        if self.feed().ended {
+            // Waiting with everything fed: the parser cannot go on.
+            return Err(MultipartError::new(400, "the multipart body ends early"));
+        }
+        let mut piece = vec![0u8; FEED];
+        let read = loop {
+            match self.body.read(&mut piece) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => break other,
+            }
+        };
+        let mut feed = self.feed();
+        match read {
+            Ok(0) => feed.ended = true,
+            Ok(n) => {
+                piece.truncate(n);
+                feed.chunks.push_back(Bytes::from(piece));
+            }
+            Err(e) => {
+                let status = crate::error::body_status(&e);
+                feed.failed = Some(status);
+                feed.ended = true;
+                return Err(MultipartError::new(
+                    status,
+                    "the request body could not be read",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `multipart/form-data` body, read a part at a time: [`Request::multipart`].
+pub struct Multipart<'r> {
+    parser: multer::Multipart<'static>,
+    source: Source<'r>,
+    parts: usize,
+    limits: MultipartLimits,
+}
+
+impl<'r> Multipart<'r> {
+    /// The next part, or `None` after the last. Reading it is reading the body; a part left
+    /// unread is skipped.
+    ///
+    /// # Errors
+    ///
+    /// More parts than the limit (413), a part or the whole over its limit (413), a malformed
+    /// body (400), or a body that could not be read.
+    pub fn next_part(&mut self) -> Result<Option<Part<'_, 'r>>, MultipartError> {
+        let parser = &mut self.parser;
+        let field = self.source.drive(|cx| parser.poll_next_field(cx))?;
+        let Some(field) = field else {
+            return Ok(None);
+        };
+        self.parts += 1;
+        if self.parts > self.limits.parts {
+            return Err(MultipartError::new(
+                413,
+                format!("more than {} parts", self.limits.parts),
+            ));
+        }
+        Ok(Some(Part {
+            field,
+            source: &mut self.source,
+            chunk: Bytes::new(),
+        }))
+    }
+}
+
+/// One part of a multipart body: its field name, its file name and type for a file, and its
+/// bytes, read as from any [`Read`].
+pub struct Part<'m, 'r> {
+    field: multer::Field<'static>,
+    source: &'m mut Source<'r>,
+    /// What the parser gave and was not read out yet.
+    chunk: Bytes,
+}
+
+impl Part<'_, '_> {
+    /// The field's name (`name=` of its `Content-Disposition`).
+    pub fn name(&self) -> Option<&str> {
+        self.field.name()
+    }
+
+    /// The file's name, for a file (`filename=`), as the client sent it: never use it as a
+    /// path.
+    pub fn file_name(&self) -> Option<&str> {
+        self.field.file_name()
+    }
+
+    /// The part's `Content-Type`, if it has one.
+    pub fn content_type(&self) -> Option<&str> {
+        self.field
+            .headers()
+            .get(::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// The part's next piece, as the parser gives it: `None` at its end.
+    fn next_chunk(&mut self) -> Result<Option<Bytes>, MultipartError> {
+        let field = &mut self.field;
+        self.source
+            .drive(|cx| Pin::new(&mut *field).poll_next(cx).map(Option::transpose))
+    }
+
+    /// The whole part, in memory (within the part limit).
+    ///
+    /// # Errors
+    ///
+    /// As [`Multipart::next_part`].
+    pub fn read_all(&mut self) -> Result<Vec<u8>, MultipartError> {
+        let mut all = std::mem::take(&mut self.chunk).to_vec();
+        while let Some(chunk) = self.next_chunk()? {
+            all.extend_from_slice(&chunk);
+        }
+        Ok(all)
+    }
+
+    /// The whole part as text (bytes that are not UTF-8 replaced).
+    ///
+    /// # Errors
+    ///
+    /// As [`Multipart::next_part`].
+    pub fn text(&mut self) -> Result<String, MultipartError> {
+        self.read_all()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+}
+
+impl Read for Part<'_, '_> {
+    /// The part's bytes; an error of the body (a limit, a malformed body) is `InvalidData`
+    /// wrapping the [`MultipartError`].
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.next_chunk() {
+                Ok(Some(chunk)) => self.chunk = chunk,
+                Ok(None) => return Ok(0),
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            }
+        }
+        let n = self.chunk.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        let _ = self.chunk.split_to(n);
+        Ok(n)
+    }
+}
+
+impl Request<'_> {
+    /// Reads the body as `multipart/form-data` (a browser's upload, `curl -F`), a part at a
+    /// time, within `limits` (and the engine's body limit).
+    ///
+    /// # Errors
+    ///
+    /// A `Content-Type` that is not `multipart/form-data` (415), or one without a boundary
+    /// (400). The parts' own errors come from [`Multipart::next_part`].
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use twinhttp::{MultipartLimits, Request, Response};
+    ///
+    /// fn upload(req: &mut Request<'_>) -> Response {
+    ///     let mut form = match req.multipart(MultipartLimits::default()) {
+    ///         Ok(form) => form,
+    ///         Err(e) => return e.into(),
+    ///     };
+    ///     let mut report = String::new();
+    ///     loop {
+    ///         let mut part = match form.next_part() {
+    ///             Ok(Some(part)) => part,
+    ///             Ok(None) => break Response::text(report),
+    ///             Err(e) => break e.into(), // 413 over a limit, 400 malformed
+    ///         };
+    ///         let name = part.name().unwrap_or("").to_owned();
+    ///         let mut size = 0;
+    ///         let mut chunk = [0u8; 8192];
+    ///         while let Ok(n @ 1..) = part.read(&mut chunk) {
+    ///             size += n; // or write it to a file
+    ///         }
+    ///         report.push_str(&format!("{name}: {size} bytes\n"));
+    ///     }
+    /// }
+    /// # let _ = upload;
+    /// ```
+    pub fn multipart(&mut self, limits: MultipartLimits) -> Result<Multipart<'_>, MultipartError> {
+        let content_type = self.header("content-type").unwrap_or("");
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if !essence.eq_ignore_ascii_case("multipart/form-data") {
+            return Err(MultipartError::new(
+                415,
+                "the request's Content-Type is not multipart/form-data",
+            ));
+        }
+        let boundary = multer::parse_boundary(content_type)
+            .map_err(|e| MultipartError::new(400, e.to_string()))?;
+        let feed = Arc::new(Mutex::new(Feed::default()));
+        let constraints = multer::Constraints::new().size_limit(
+            multer::SizeLimit::new()
+                .whole_stream(limits.total_bytes)
+                .per_field(limits.part_bytes),
+        );
+        let parser = multer::Multipart::with_constraints(Fed(feed.clone()), boundary, constraints);
+        Ok(Multipart {
+            parser,
+            source: Source {
+                feed,
+                body: self.body_reader(),
+            },
+            parts: 0,
+            limits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler_fn;
+    use crate::testing::TestRequest;
+
+    /// A body as a browser sends it: two fields and a file.
+    fn browser_body() -> (String, Vec<u8>) {
+        let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gW";
+        let mut body = Vec::new();
+        for (disposition, kind, content) in [
+            ("name=\"title\"", None, &b"holiday"[..]),
+            ("name=\"note\"", None, "caf\u{e9} \u{2615}".as_bytes()),
+            (
+                "name=\"photo\"; filename=\"a b.png\"",
+                Some("image/png"),
+                &[0x89, b'P', b'N', b'G', 0, 1, 2, 3, b'\r', b'\n', b'-', b'-'][..],
+            ),
+        ] {
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            body.extend_from_slice(
+                format!("Content-Disposition: form-data; {disposition}\r\n").as_bytes(),
+            );
+            if let Some(kind) = kind {
+                body.extend_from_slice(format!("Content-Type: {kind}\r\n").as_bytes());
+            }
+            body.extend_from_slice(b"\r\n");
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        (format!("multipart/form-data; boundary={boundary}"), body)
+    }
+
+    fn report(limits: MultipartLimits) -> impl crate::Handler {
+        handler_fn(move |req| {
+            let mut form = match req.multipart(limits) {
+                Ok(form) => form,
+                Err(e) => return e.into(),
+            };
+            let mut lines = Vec::new();
+            loop {
+                match form.next_part() {
+                    Ok(Some(mut part)) => {
+                        let head = format!(
+                            "{} {} {}",
+                            part.name().unwrap_or("-"),
+                            part.file_name().unwrap_or("-"),
+                            part.content_type().unwrap_or("-")
+                        );
+                        match part.read_all() {
+                            Ok(bytes) => lines.push(format!("{head} {bytes:?}")),
+                            Err(e) => return e.into(),
+                        }
+                    }
+                    Ok(None) => return Response::text(lines.join("\n")),
+                    Err(e) => return e.into(),
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn a_browser_upload_reads_part_by_part() {
+        let (kind, body) = browser_body();
+        let r = TestRequest::post("/")
+            .header("Content-Type", &kind)
+            .body(body)
+            .call(&report(MultipartLimits::default()));
+        assert_eq!(r.status(), 200);
+        let text = r.text().expect("a body");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], format!("title - - {:?}", b"holiday"));
+        assert_eq!(
+            lines[1],
+            format!("note - - {:?}", "caf\u{e9} \u{2615}".as_bytes())
+        );
+        assert_eq!(
+            lines[2],
+            format!(
+                "photo a b.png image/png {:?}",
+                [
+                    0x89u8, b'P', b'N', b'G', 0, 1, 2, 3, b'\r', b'\n', b'-', b'-'
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn limits_and_malformed_bodies_are_refused() {
+        let (kind, body) = browser_body();
+        let call = |limits: MultipartLimits, kind: &str, body: &[u8]| {
+            TestRequest::post("/")
+                .header("Content-Type", kind)
+                .body(body.to_vec())
+                .call(&report(limits))
+                .status()
+        };
+        let few = MultipartLimits {
+            parts: 2,
+            ..MultipartLimits::default()
+        };
+        assert_eq!(call(few, &kind, &body), 413, "too many parts");
+        let small = MultipartLimits {
+            part_bytes: 8,
+            ..MultipartLimits::default()
+        };
+        assert_eq!(call(small, &kind, &body), 413, "a part too large");
+        let tight = MultipartLimits {
+            total_bytes: 100,
+            ..MultipartLimits::default()
+        };
+        assert_eq!(call(tight, &kind, &body), 413, "the whole too large");
+        let cut = &body[..body.len() - 20];
+        assert_eq!(
+            call(MultipartLimits::default(), &kind, cut),
+            400,
+            "cut short"
+        );
+        assert_eq!(call(MultipartLimits::default(), "text/plain", &body), 415);
+        assert_eq!(
+            call(MultipartLimits::default(), "multipart/form-data", &body),
+            400
+        );
+    }
+}
