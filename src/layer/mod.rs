@@ -40,12 +40,14 @@ mod cors;
 #[cfg(feature = "compression")]
 pub(crate) mod encoder;
 mod request_id;
+mod time_limit;
 
 #[cfg(feature = "compression")]
 #[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
 pub use compression::Compression;
 pub use cors::Cors;
 pub use request_id::{RequestId, RequestIds};
+pub use time_limit::{Deadline, TimeLimit};
 
 use crate::{Handler, Request, Response};
 
