@@ -200,6 +200,18 @@ impl TestResponse {
         Ok(out)
     }
 
+    /// `response`'s body as text, read whatever the request's method (for tests that look at
+    /// what a handler made for `HEAD`).
+    #[cfg(test)]
+    pub(crate) fn body_text(response: Response) -> String {
+        TestResponse {
+            response,
+            head_request: false,
+        }
+        .text()
+        .unwrap_or_default()
+    }
+
     /// The body as text (bytes that are not UTF-8 replaced).
     ///
     /// # Errors

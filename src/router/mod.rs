@@ -437,21 +437,18 @@ fn is_token(s: &str) -> bool {
 mod tests {
     use super::*;
     use crate::http::request::RequestHead;
-    use crate::http::response::BodyKind;
+    use crate::testing::TestRequest;
 
-    /// What `router` answers `method target`: status, body, `Allow`.
+    /// What `router` answers `method target`: status, body (a `HEAD` request's too, as the
+    /// handler made it), `Allow`.
     fn call(router: &Router, method: &str, target: &str) -> (u16, String, Option<String>) {
-        let head = RequestHead::parsed(
-            format!("{method} {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
-        );
-        let mut body: &[u8] = b"";
-        let resp = router.handle(&mut Request::new(&head, &mut body, None));
-        let text = match &resp.body().kind {
-            BodyKind::Static(b) => String::from_utf8_lossy(b).into_owned(),
-            BodyKind::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-            _ => "(streamed)".to_owned(),
-        };
-        (resp.status(), text, resp.header("allow").map(str::to_owned))
+        let response = TestRequest::new(method, target)
+            .call(router)
+            .into_response();
+        let allow = response.header("allow").map(str::to_owned);
+        let status = response.status();
+        let text = crate::testing::TestResponse::body_text(response);
+        (status, text, allow)
     }
 
     /// Answers with the method, the path and every parameter.
