@@ -28,25 +28,21 @@ mod connection;
 mod event_loop;
 mod inbox;
 mod pool;
+mod start;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use polling::Poller;
-
-use crate::engine::{Control, Running};
+use crate::engine::Running;
 use crate::http::access::Logging;
 use crate::http::budget::DEFAULT_MEMORY_BUDGET;
 use crate::http::origin::TrustedProxies;
 use crate::net::Port;
-use crate::net::acceptor::Acceptor;
 use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED, Wrap};
 use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
-use inbox::Inbox;
 
 /// Where handlers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -447,89 +443,6 @@ impl Builder {
         }
         let loops = listeners.into_iter().map(Some).collect();
         self.start(loops, None, handler)
-    }
-
-    /// Starts the loops: each with its own listener, or (`shared_listener`) fed by an acceptor
-    /// thread.
-    fn start<H: Handler>(
-        self,
-        listeners: Vec<Option<Listener>>,
-        shared_listener: Option<Listener>,
-        handler: H,
-    ) -> Result<Reactor, Error> {
-        let first = listeners
-            .iter()
-            .flatten()
-            .next()
-            .or(shared_listener.as_ref());
-        let address = first.map(Listener::address).transpose()?.ok_or_else(|| {
-            Error::from(std::io::Error::from(std::io::ErrorKind::AddrNotAvailable))
-        })?;
-        let kept = crate::engine::keep(listeners.iter().flatten().chain(&shared_listener))?;
-        let handler = Arc::new(handler);
-        let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::new(listeners.len(), cfg.memory_budget));
-        control.publish_to(self.stats.handed_out());
-        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
-        let mut threads = Vec::new();
-        let mut wakers = Vec::new();
-        let mut inboxes = Vec::new();
-        for (i, listener) in listeners.into_iter().enumerate() {
-            let poller = Arc::new(Poller::new()?);
-            let completions = Arc::new(Inbox::new(poller.clone()));
-            let accepted = Arc::new(Inbox::new(poller.clone()));
-            let pool = match self.dispatch {
-                Dispatch::Pool(_) => {
-                    Some(pool::PoolSender::new(jobs_tx.clone(), completions.clone()))
-                }
-                Dispatch::Inline => None,
-            };
-            let ev = event_loop::EventLoop::new(event_loop::Parts {
-                poller: poller.clone(),
-                listener,
-                handler: handler.clone(),
-                cfg: cfg.clone(),
-                control: control.clone(),
-                pool,
-                completions,
-                accepted: accepted.clone(),
-                index: i,
-            })?;
-            wakers.push(poller);
-            inboxes.push(accepted);
-            threads.push(control.spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
-        }
-        drop(jobs_tx);
-        if let Some(listener) = shared_listener {
-            let acceptor = Acceptor::new(
-                listener,
-                control.clone(),
-                cfg.max_connections,
-                cfg.wrap.clone(),
-            )?;
-            wakers.push(acceptor.waker());
-            threads.push(control.spawn("twinhttp-accept", move || {
-                let mut next = 0usize;
-                acceptor.run(|stream, peer, open| {
-                    if let Some(inbox) = inboxes.get(next % inboxes.len().max(1)) {
-                        inbox.push((stream, peer, open));
-                    }
-                    next = next.wrapping_add(1);
-                })
-            })?);
-        }
-        if let Dispatch::Pool(n) = self.dispatch {
-            for i in 0..n {
-                let (handler, jobs) = (handler.clone(), jobs_rx.clone());
-                let ctl = control.clone();
-                threads.push(control.spawn(&format!("twinhttp-pool-{i}"), move || {
-                    pool::run(&*handler, &jobs, &ctl.counters)
-                })?);
-            }
-        }
-        Ok(Reactor(Running::new(
-            address, control, wakers, threads, kept,
-        )))
     }
 }
 
