@@ -29,12 +29,13 @@ peer_command() {
     tinyhttp) echo "$peers_rs/tiny_http_hello {PORT}" ;;
     ehttpd) echo "$peers_rs/ehttpd_hello {PORT}" ;;
     gostd) echo "$peers_go/nethttp_hello {PORT}" ;;
+    floor) echo "$peers_rs/floor_hello {PORT}" ;;
     tungstenite) echo "$peers_rs/tungstenite_echo {PORT}" ;;
     tokio-tungstenite) echo "$peers_rs/tokio_tungstenite_echo {PORT}" ;;
     fastwebsockets) echo "$peers_rs/fastwebsockets_echo {PORT}" ;;
     gorilla) echo "$peers_go/gorilla_echo {PORT}" ;;
     gobwas) echo "$peers_go/gobwas_echo {PORT}" ;;
-    *) echo "unknown peer '$1' (hyper actix may tinyhttp ehttpd gostd; WebSocket: tungstenite" \
+    *) echo "unknown peer '$1' (hyper actix may tinyhttp ehttpd gostd floor; WebSocket: tungstenite" \
       "tokio-tungstenite fastwebsockets gorilla gobwas)" >&2; return 1 ;;
   esac
 }
@@ -54,7 +55,7 @@ listening_pid() {
 # start_server SPEC: starts NAME:PORT:COMMAND ({PORT} replaced) from the repository, its output
 # to $SERVER_LOG (default: none); sets name, port and spid. Returns once that process (not
 # another one: other benchmarks may share this machine) listens on the port; fails if the port
-# is taken, or the server exits or is not listening within 10 s.
+# is taken, or the server exits or is not listening within START_SECS (10) s.
 start_server() {
   local rest cmd
   name=${1%%:*}; rest=${1#*:}; port=${rest%%:*}; cmd=${rest#*:}; cmd=${cmd//\{PORT\}/$port}
@@ -63,19 +64,20 @@ start_server() {
   fi
   (cd "$here" && exec bash -c "exec $cmd") >"${SERVER_LOG:-/dev/null}" 2>&1 &
   spid=$!
-  for _ in $(seq 200); do
+  for _ in $(seq $((${START_SECS:-10} * 20))); do
     [ "$(listening_pid "$port")" = "$spid" ] && return 0
     kill -0 "$spid" 2>/dev/null || { echo "$name exited at start: $cmd" >&2; spid=""; return 1; }
     sleep 0.05
   done
-  echo "$name did not listen on port $port within 10 s" >&2; stop_server; return 1
+  echo "$name did not listen on port $port within ${START_SECS:-10} s" >&2; stop_server; return 1
 }
 
-# stop_server: stops the server start_server started (TERM, then KILL after 3 s), by its PID.
+# stop_server: stops the server start_server started (TERM, then KILL after STOP_SECS (3) s), by
+# its PID.
 stop_server() {
   if [ -n "$spid" ]; then
     kill "$spid" 2>/dev/null || true
-    for _ in $(seq 30); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq $((${STOP_SECS:-3} * 10))); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$spid" 2>/dev/null || true
     wait "$spid" 2>/dev/null || true
   fi

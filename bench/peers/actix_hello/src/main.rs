@@ -1,5 +1,7 @@
 //! actix-web 4 with its defaults (a worker per core, each a single-threaded runtime; idle
-//! keep-alive connections closed after 5 s). `actix_hello PORT`.
+//! keep-alive connections closed after 5 s). `actix_hello PORT`. `POST /` reads its body and
+//! answers as `GET /` (actix-web closes a connection whose request body the handler left unread;
+//! the other servers read or discard it themselves).
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, http::StatusCode, web};
 use peer_routes::{Route, spin};
 
@@ -20,12 +22,22 @@ async fn serve(req: HttpRequest) -> HttpResponse {
         .body(route.body())
 }
 
+async fn post(_body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain")
+        .body(Route::Hello.body())
+}
+
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let port = peer_routes::port();
     eprintln!("actix-web listening on 127.0.0.1:{port}");
-    HttpServer::new(|| App::new().default_service(web::to(serve)))
-        .bind(("127.0.0.1", port))?
-        .run()
-        .await
+    HttpServer::new(|| {
+        App::new()
+            .route("/", web::post().to(post))
+            .default_service(web::to(serve))
+    })
+    .bind(("127.0.0.1", port))?
+    .run()
+    .await
 }
