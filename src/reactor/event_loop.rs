@@ -1,7 +1,6 @@
 //! One event loop: a poller, its listener, its connections in a slab, their deadlines, and the
 //! buffer pool they borrow from.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +12,7 @@ use super::blocking::Blocking;
 use super::connection::{Connection, Cx, Next, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
+use super::timers::{Fired, Timers};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::http::driver::{Driver, Rules};
@@ -53,9 +53,8 @@ pub(crate) struct EventLoop<H> {
     accept_paused_until: Option<Instant>,
     admission: Admission,
     conns: Slab<Connection>,
-    /// `(deadline, key)` for every connection with a deadline: O(log n) per change, and a
-    /// wake-up only touches the expired ones.
-    timers: BTreeSet<(Instant, usize)>,
+    /// Every connection's deadline: a wake-up only touches the due ones.
+    timers: Timers,
     pools: Pools,
     next_id: u64,
     handler: Arc<H>,
@@ -112,7 +111,7 @@ impl<H: Handler> EventLoop<H> {
                 parts.cfg.wrap.clone(),
             ),
             conns: Slab::new(),
-            timers: BTreeSet::new(),
+            timers: Timers::default(),
             pools: Pools::default(),
             next_id: 0,
             handler: parts.handler,
@@ -139,13 +138,10 @@ impl<H: Handler> EventLoop<H> {
         loop {
             let now = Instant::now();
             let timeout = if self.again.is_empty() {
-                let next = [
-                    self.timers.first().map(|&(d, _)| d),
-                    self.accept_paused_until,
-                ]
-                .into_iter()
-                .flatten()
-                .min();
+                let next = [self.timers.next(), self.accept_paused_until]
+                    .into_iter()
+                    .flatten()
+                    .min();
                 next.map(|d| d.saturating_duration_since(now))
             } else {
                 Some(Duration::ZERO)
@@ -277,9 +273,7 @@ impl<H: Handler> EventLoop<H> {
                 let Some(mut conn) = self.conns.try_remove(key) else {
                     return;
                 };
-                if let Some(d) = conn.deadline.take() {
-                    self.timers.remove(&(d, key));
-                }
+                self.timers.remove(key, &mut conn.due);
                 if let Some(d) = conn.into_detached() {
                     upgrade::detach(&self.control, d.stream, d.leftover, d.then, d.open);
                 }
@@ -292,15 +286,7 @@ impl<H: Handler> EventLoop<H> {
                 let Some(conn) = self.conns.get_mut(key) else {
                     return;
                 };
-                if conn.deadline != deadline {
-                    if let Some(d) = conn.deadline.take() {
-                        self.timers.remove(&(d, key));
-                    }
-                    if let Some(d) = deadline {
-                        self.timers.insert((d, key));
-                    }
-                    conn.deadline = deadline;
-                }
+                self.timers.set(key, &mut conn.due, deadline);
                 if self.stopping && conn.closes_at_shutdown() {
                     self.close(key);
                     return;
@@ -344,9 +330,7 @@ impl<H: Handler> EventLoop<H> {
 
     fn close(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
-            if let Some(d) = conn.deadline.take() {
-                self.timers.remove(&(d, key));
-            }
+            self.timers.remove(key, &mut conn.due);
             conn.finish(self.pool.as_ref(), &mut self.pools);
             conn.release_all(&mut self.pools);
         }
@@ -359,13 +343,11 @@ impl<H: Handler> EventLoop<H> {
                 let _ = l.set_level(Event::readable(LISTENER));
             }
         }
-        while let Some(&(deadline, key)) = self.timers.first() {
-            if deadline > now {
-                break;
-            }
-            self.timers.pop_first();
+        while let Some((at, key)) = self.timers.pop_due(now) {
             if let Some(conn) = self.conns.get_mut(key) {
-                conn.deadline = None;
+                if self.timers.fired(key, &mut conn.due, at, now) == Fired::Moved {
+                    continue;
+                }
                 if conn.expire(&mut self.pools, now, &self.rules, &self.control.counters) {
                     self.ready(key, now, false);
                     continue;
@@ -410,10 +392,9 @@ impl<H: Handler> EventLoop<H> {
         };
         self.next_id += 1;
         let driver = Driver::new(self.cfg.access_log, Some(&peer), now, &self.rules);
-        let conn = Connection::new(socket, self.next_id, peer, driver, open);
-        if let Some(deadline) = conn.deadline {
-            self.timers.insert((deadline, key));
-        }
+        let first = driver.first_deadline();
+        let mut conn = Connection::new(socket, self.next_id, peer, driver, open);
+        self.timers.set(key, &mut conn.due, first);
         self.conns.insert(conn);
     }
 

@@ -29,6 +29,7 @@ mod event_loop;
 mod inbox;
 mod pool;
 mod start;
+mod timers;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;

@@ -13,6 +13,7 @@ pub(crate) use session::Wakes;
 use super::Config;
 use super::blocking::Blocking;
 use super::pool::PoolSender;
+use super::timers::Due;
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::driver::{self, Driver, Rules};
@@ -77,8 +78,8 @@ pub(crate) struct Connection {
     pub(crate) id: u64,
     peer: Address,
     phase: Phase,
-    /// The deadline currently in the loop's timer set.
-    pub(crate) deadline: Option<Instant>,
+    /// Its deadline, and its entry in the loop's timers.
+    pub(crate) due: Due,
     /// What its level-triggered registration is armed for.
     pub(crate) armed: Armed,
     /// A readable event came while it did not read: at the next, reading is disarmed.
@@ -105,7 +106,7 @@ impl Connection {
             socket,
             id,
             peer,
-            deadline: driver.first_deadline(),
+            due: Due::default(),
             phase: Phase::Http(driver),
             armed: Armed {
                 read: true,
