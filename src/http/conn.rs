@@ -13,7 +13,7 @@ use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
 use crate::http::request::{BodyFraming, RequestHead, Version};
-use crate::http::response::{BodyKind, Response, Switch};
+use crate::http::response::{BodyKind, ContentType, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::reason;
 use crate::limits::Limits;
@@ -260,9 +260,16 @@ impl Conn {
             append_date(out);
             out.extend_from_slice(b"\r\n");
         }
-        // `Content-Type` is held apart: written without the checks below.
-        if let Some((name, value)) = resp.content_type_field() {
-            field(out, name, value);
+        // `Content-Type` is held apart: written without the checks below, and without any
+        // when it is one of the crate's own.
+        match resp.content_type_field() {
+            ContentType::Unset => {}
+            ContentType::Known(value) => {
+                out.extend_from_slice(b"Content-Type: ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            ContentType::Set(name, value) => field(out, name, value),
         }
         for (name, value) in resp.other_fields() {
             if name.eq_ignore_ascii_case("content-length")

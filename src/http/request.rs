@@ -111,7 +111,7 @@ impl RequestHead {
     }
 
     pub(crate) fn is_head(&self) -> bool {
-        self.method() == "HEAD"
+        self.method.get(&self.buf) == b"HEAD"
     }
 
     pub(crate) fn target(&self) -> &str {
@@ -122,6 +122,10 @@ impl RequestHead {
     /// (`http://host/p?q` → `/p?q`, RFC 9112 §3.2.2); other forms as sent.
     fn origin_target(&self) -> &str {
         let t = self.target();
+        if t.starts_with('/') {
+            // Origin-form, nearly every request's.
+            return t;
+        }
         let rest = match t.get(..8) {
             Some(s) if s.eq_ignore_ascii_case("https://") => &t[8..],
             _ => match t.get(..7) {
@@ -139,15 +143,17 @@ impl RequestHead {
 
     pub(crate) fn path(&self) -> &str {
         let t = self.origin_target();
-        match t.split_once('?') {
-            Some(("", _)) => "/",
-            Some((p, _)) => p,
+        // A byte scan: targets are short, and `?` is ASCII, so `i` is a character boundary.
+        match t.bytes().position(|b| b == b'?') {
+            Some(0) => "/",
+            Some(i) => &t[..i],
             None => t,
         }
     }
 
     pub(crate) fn query(&self) -> Option<&str> {
-        self.origin_target().split_once('?').map(|(_, q)| q)
+        let t = self.origin_target();
+        t.bytes().position(|b| b == b'?').map(|i| &t[i + 1..])
     }
 
     pub(crate) fn header_bytes(&self, name: &str) -> Option<&[u8]> {

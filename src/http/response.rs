@@ -26,9 +26,9 @@ pub type HeaderText = Cow<'static, str>;
 /// ```
 pub struct Response {
     status: u16,
-    /// `Content-Type` (the name as set, and the value), held apart so that the common response
-    /// allocates nothing for its fields; to users it is an ordinary field.
-    content_type: Option<(HeaderText, HeaderText)>,
+    /// `Content-Type`, held apart so that the common response allocates nothing for its
+    /// fields; to users it is an ordinary field.
+    content_type: ContentType,
     headers: Vec<(HeaderText, HeaderText)>,
     body: Body,
 }
@@ -44,7 +44,7 @@ impl Response {
             } else {
                 500
             },
-            content_type: None,
+            content_type: ContentType::Unset,
             headers: Vec::new(),
             body: Body::empty(),
         }
@@ -53,14 +53,14 @@ impl Response {
     /// 200 with a `text/plain; charset=utf-8` body.
     pub fn text(body: impl Into<Body>) -> Response {
         Response::new(200)
-            .with_content_type("text/plain; charset=utf-8")
+            .with_known_content_type(ContentType::TEXT)
             .with_body(body)
     }
 
     /// 200 with a `text/html; charset=utf-8` body.
     pub fn html(body: impl Into<Body>) -> Response {
         Response::new(200)
-            .with_content_type("text/html; charset=utf-8")
+            .with_known_content_type("text/html; charset=utf-8")
             .with_body(body)
     }
 
@@ -72,7 +72,13 @@ impl Response {
 
     /// Sets `Content-Type`: the same as [`Response::with_header`] with that name.
     pub fn with_content_type(mut self, value: impl Into<HeaderText>) -> Response {
-        self.content_type = Some((HeaderText::Borrowed("Content-Type"), value.into()));
+        self.content_type = ContentType::Set(HeaderText::Borrowed("Content-Type"), value.into());
+        self
+    }
+
+    /// Sets `Content-Type` to one of the crate's own values, which need no check when written.
+    pub(crate) fn with_known_content_type(mut self, value: &'static str) -> Response {
+        self.content_type = ContentType::Known(value);
         self
     }
 
@@ -95,7 +101,7 @@ impl Response {
     ) -> Response {
         let name = name.into();
         if name.eq_ignore_ascii_case("content-type") {
-            self.content_type = Some((name, value.into()));
+            self.content_type = ContentType::Set(name, value.into());
             return self;
         }
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
@@ -155,14 +161,14 @@ impl Response {
     /// The header fields: `Content-Type` first, then the others in the order they were set.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
         self.content_type
-            .iter()
-            .chain(&self.headers)
-            .map(|(n, v)| (&**n, &**v))
+            .field()
+            .into_iter()
+            .chain(self.headers.iter().map(|(n, v)| (&**n, &**v)))
     }
 
-    /// `Content-Type` as set (name and value), apart from the other fields.
-    pub(crate) fn content_type_field(&self) -> Option<(&str, &str)> {
-        self.content_type.as_ref().map(|(n, v)| (&**n, &**v))
+    /// `Content-Type`, apart from the other fields.
+    pub(crate) fn content_type_field(&self) -> &ContentType {
+        &self.content_type
     }
 
     /// The fields other than `Content-Type`, in the order they were set.
@@ -191,6 +197,29 @@ impl Response {
     pub(crate) fn without_header(mut self, name: &str) -> Response {
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self
+    }
+}
+
+/// A response's `Content-Type`.
+pub(crate) enum ContentType {
+    Unset,
+    /// One of the crate's own values (`text/plain; charset=utf-8` for [`Response::text`]...),
+    /// written without the checks a field set by an application gets.
+    Known(&'static str),
+    /// Set by the application (the name as set, and the value): checked when written.
+    Set(HeaderText, HeaderText),
+}
+
+impl ContentType {
+    pub(crate) const TEXT: &'static str = "text/plain; charset=utf-8";
+
+    /// The field as a name and a value.
+    pub(crate) fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            ContentType::Unset => None,
+            ContentType::Known(value) => Some(("Content-Type", value)),
+            ContentType::Set(name, value) => Some((name, value)),
+        }
     }
 }
 

@@ -183,7 +183,7 @@ impl Response {
             config,
         });
         let response = Response::new(200)
-            .with_content_type("text/event-stream")
+            .with_known_content_type("text/event-stream")
             .with_header("Cache-Control", "no-cache")
             .with_body(Body {
                 kind: BodyKind::Session(Box::new(Stream(shared.clone()))),
