@@ -132,6 +132,7 @@ mod serve_dir;
 pub mod sse;
 pub mod stats;
 pub mod testing;
+mod timers;
 mod transport;
 mod upgraded;
 pub mod ws;

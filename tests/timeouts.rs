@@ -54,6 +54,37 @@ fn idle_keep_alive_is_closed(engine: Engine) {
     );
 }
 
+/// Engines keep deadlines lazily (a keep-alive response leaves the connection's timer entry
+/// where it was): requests 150 ms apart keep a connection open well past its first idle
+/// deadline (400 ms), and it closes at the idle timeout from its last response.
+fn idle_deadline_counts_from_the_last_response(engine: Engine) {
+    let srv = start_with(engine, cfg(), app);
+    let mut c = Client::new(srv.addr);
+    let first = Instant::now();
+    for i in 0..6 {
+        if i > 0 {
+            // The pace of a client, the thing under test: not a wait for the server.
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let r = c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            r.status,
+            200,
+            "request {i}, {:?} after the first",
+            first.elapsed()
+        );
+    }
+    let last = Instant::now();
+    assert!(c.is_closed(), "closed by the server");
+    let took = last.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "closed {took:?} after the last response (idle timeout 400 ms; the first response was \
+         {:?} before it)",
+        last - first
+    );
+}
+
 fn silent_connection_is_dropped(engine: Engine) {
     let srv = start_with(engine, cfg(), app);
     let mut c = Client::new(srv.addr);
@@ -152,5 +183,6 @@ engine_tests!(
     never_is_a_timeout,
     trickled_head_gets_408,
     idle_keep_alive_is_closed,
+    idle_deadline_counts_from_the_last_response,
     silent_connection_is_dropped,
 );

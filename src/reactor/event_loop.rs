@@ -12,7 +12,6 @@ use super::blocking::Blocking;
 use super::connection::{Connection, Cx, Next, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
-use super::timers::{Fired, Timers};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
 use crate::http::driver::{Driver, Rules};
@@ -21,6 +20,7 @@ use crate::net::acceptor::{self, Admission};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream};
 use crate::net::upgrade;
+use crate::timers::{Fired, Timers};
 
 /// The listener's key; connection keys are slab indices (polling reserves `usize::MAX`).
 const LISTENER: usize = usize::MAX - 1;

@@ -29,7 +29,6 @@ mod event_loop;
 mod inbox;
 mod pool;
 mod start;
-mod timers;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;

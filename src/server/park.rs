@@ -12,7 +12,6 @@
 //! parks a connection only once a read found its socket empty (EAGAIN), so every byte still to
 //! come, and the end of input, raises an event of its own.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
@@ -28,6 +27,7 @@ use crate::engine::{Control, wait_events};
 use crate::http::driver::Rules;
 use crate::http::pools::{self, Pools};
 use crate::http::session::Wake;
+use crate::timers::{Due, Fired, Timers};
 
 /// Working sets and heads the parker thread keeps for the connections it drives (the rest go
 /// round through the shared overflow).
@@ -37,11 +37,11 @@ const PARKER_KEEPS: usize = 64;
 /// together under one lock.
 struct Parked {
     entries: Slab<Entry>,
-    /// `(deadline, generation, key)`, ordered by deadline: expiry pops from the front and a
-    /// woken connection removes its own entry, so the set holds exactly the parked connections
-    /// that have a deadline, and a wake-up costs O(log n) whatever their number.
-    deadlines: BTreeSet<(Instant, u64, usize)>,
-    generation: u64,
+    /// The parked connections' deadlines, by entry key. A connection taken out keeps its
+    /// timer entry (a keep-alive connection parks again with a later deadline, which then
+    /// costs no change to the set); an entry that comes due for a connection that is not
+    /// parked, or parked with a later deadline, goes or moves ([`Timers`]).
+    timers: Timers,
     /// Registered WebSockets and event streams (parked or not): shutdown waits for them to end
     /// (closing handshakes, queued events).
     sessions: usize,
@@ -61,6 +61,8 @@ struct Parked {
 #[derive(Default)]
 struct Entry {
     slot: Option<Slot>,
+    /// The parked connection's deadline (none while a worker has it), and its timer entry.
+    due: Due,
     /// An event came while a worker had the connection: its next park requeues it at once.
     ready: bool,
     /// A WebSocket or an event stream (counted in `Parked::sessions`).
@@ -69,18 +71,15 @@ struct Entry {
 
 struct Slot {
     conn: Connection,
-    deadline: Option<Instant>,
-    generation: u64,
 }
 
 impl Parked {
-    /// Takes a parked connection out of its slot (and its deadline out of the set).
+    /// Takes a parked connection out of its slot; it has no deadline here until it parks again.
     fn take(&mut self, key: usize) -> Option<Connection> {
-        let slot = self.entries.get_mut(key)?.slot.take()?;
+        let entry = self.entries.get_mut(key)?;
+        let slot = entry.slot.take()?;
+        self.timers.set(key, &mut entry.due, None);
         slot.conn.counters().unparked();
-        if let Some(d) = slot.deadline {
-            self.deadlines.remove(&(d, slot.generation, key));
-        }
         Some(slot.conn)
     }
 }
@@ -109,7 +108,8 @@ impl Drop for Ticket {
                 .get(self.key)
                 .is_some_and(|e| e.slot.is_none())
             {
-                let entry = parked.entries.remove(self.key);
+                let mut entry = parked.entries.remove(self.key);
+                parked.timers.remove(self.key, &mut entry.due);
                 if entry.session {
                     parked.sessions -= 1;
                     if parked.stopping && parked.sessions == 0 {
@@ -189,8 +189,7 @@ impl Parker {
             pools,
             parked: Mutex::new(Parked {
                 entries: Slab::new(),
-                deadlines: BTreeSet::new(),
-                generation: 0,
+                timers: Timers::default(),
                 sessions: 0,
                 stopping: false,
                 closed: false,
@@ -294,26 +293,16 @@ impl Parker {
             return Parking::Refused(conn);
         }
         let deadline = conn.phase.deadline();
-        parked.generation += 1;
-        let generation = parked.generation;
-        // The parker thread sleeps until the earliest deadline: wake it for an earlier one. With
-        // one idle timeout for all HTTP connections that is only when none is pending.
-        let wake = deadline.is_some_and(|d| {
-            parked
-                .deadlines
-                .first()
-                .is_none_or(|&(first, _, _)| d < first)
-        });
-        if let Some(d) = deadline {
-            parked.deadlines.insert((d, generation, key));
-        }
-        if let Some(entry) = parked.entries.get_mut(key) {
+        // The parker thread sleeps until the earliest timer entry: wake it for an earlier one.
+        // With one idle timeout for all HTTP connections that is only when none is pending.
+        let wake = deadline.is_some_and(|d| parked.timers.next().is_none_or(|first| d < first));
+        let Parked {
+            entries, timers, ..
+        } = &mut *parked;
+        if let Some(entry) = entries.get_mut(key) {
+            timers.set(key, &mut entry.due, deadline);
             conn.counters().parked();
-            entry.slot = Some(Slot {
-                conn,
-                deadline,
-                generation,
-            });
+            entry.slot = Some(Slot { conn });
         }
         drop(parked);
         if wake {
@@ -470,9 +459,9 @@ impl Parker {
                 Some(std::time::Duration::ZERO)
             } else {
                 self.lock()
-                    .deadlines
-                    .first()
-                    .map(|&(d, _, _)| d.saturating_duration_since(Instant::now()))
+                    .timers
+                    .next()
+                    .map(|d| d.saturating_duration_since(Instant::now()))
             };
             wait_events(&self.poller, &mut events, timeout, "parker");
             let now = Instant::now();
@@ -516,16 +505,20 @@ impl Parker {
                         ready.push(conn);
                     }
                 }
-                while let Some(&(deadline, generation, key)) = parked.deadlines.first() {
-                    if deadline > now {
-                        break;
+                while let Some((at, key)) = parked.timers.pop_due(now) {
+                    let Parked {
+                        entries, timers, ..
+                    } = &mut *parked;
+                    let Some(entry) = entries.get_mut(key) else {
+                        continue;
+                    };
+                    if timers.fired(key, &mut entry.due, at, now) == Fired::Moved {
+                        continue;
                     }
                     match parked.take(key) {
                         Some(conn) if conn.is_long_lived() => ready.push(conn),
                         Some(conn) => expired.push(conn),
-                        None => {
-                            parked.deadlines.remove(&(deadline, generation, key));
-                        }
+                        None => {}
                     }
                 }
                 jobs.append(&mut parked.pending);

@@ -13,7 +13,6 @@ pub(crate) use session::Wakes;
 use super::Config;
 use super::blocking::Blocking;
 use super::pool::PoolSender;
-use super::timers::Due;
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::driver::{self, Driver, Rules};
@@ -22,6 +21,7 @@ use crate::http::session_driver::SessionDriver;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
 use crate::stats::{Activity, Counters};
+use crate::timers::Due;
 use crate::upgraded::Upgraded;
 
 /// What the loop needs to run a connection's step.

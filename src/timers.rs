@@ -1,4 +1,5 @@
-//! A loop's deadlines, kept lazily so that a deadline moving later costs nothing.
+//! An engine's deadlines (a reactor loop's connections, the server engine's parked ones), kept
+//! lazily so that a deadline moving later costs nothing.
 //!
 //! Every keep-alive response moves its connection's idle deadline later. Moving an entry in an
 //! ordered set on each one (a remove and an insert in a `BTreeSet`) was about 600 instructions
@@ -28,7 +29,8 @@ pub(crate) enum Fired {
     Moved,
 }
 
-/// `(entry, key)` for every connection with a deadline: the earliest first.
+/// `(entry, key)` for every connection with a deadline: the earliest first. A key is a
+/// connection's place (a slab key) while it is there: [`Timers::remove`] when it leaves.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     entries: BTreeSet<(Instant, usize)>,
