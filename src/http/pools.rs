@@ -66,7 +66,7 @@ impl Shared {
 }
 
 /// Pooled items kept at most; more are freed.
-const POOL_KEEP: usize = 256;
+pub(crate) const POOL_KEEP: usize = 256;
 
 /// WebSocket read buffers kept at most per loop (`WS_READ_BUF` each).
 const WS_POOL_KEEP: usize = 32;

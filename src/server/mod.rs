@@ -364,8 +364,15 @@ impl Builder {
         rules.streams = Some(Streams(Arc::new(move |head| {
             crate::handler::streams_body(&*asks, head)
         })));
-        // Buffers lent by the parker come back to the workers: they go round through this.
-        let pools = crate::http::pools::Shared::new(self.workers.saturating_mul(2));
+        // Buffers lent by the parker come back to the workers: they go round through this. It
+        // holds as many as a loop of the reactor keeps: when it held two per worker, 64
+        // keep-alive connections dropped and allocated an 8 KiB working set every ten
+        // requests (`bench/instructions.sh`).
+        let pools = crate::http::pools::Shared::new(
+            self.workers
+                .saturating_mul(2)
+                .max(crate::http::pools::POOL_KEEP),
+        );
         let parker = if self.parking != Parking::Off {
             Some(Arc::new(park::Parker::new(
                 rules.clone(),
