@@ -18,7 +18,7 @@
 #   2000 close) PORT (18401) OUT (bench/results/run-instructions-<time>: raw.tsv, results.md)
 # Builds what it runs (bench/peers/build.sh without Go, the hello example) and installs valgrind
 # and perf from Debian's packages if missing. Only 127.0.0.1 is contacted; every server is
-# stopped by its PID. About 12 minutes for everything on 2 cores.
+# stopped by its PID. About 5 minutes for everything on 2 cores, after the builds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 LOADS=${LOADS:-"keepalive pipelined close post1k"} PORT=${PORT:-18401}
@@ -58,16 +58,22 @@ requests() {
   esac
 }
 
-# callgrind_total NAME LOAD COUNT: the instructions NAME's process runs, under callgrind, from its
-# start to its exit after serving COUNT requests of LOAD.
+# callgrind_total NAME LOAD COUNT: sets total to the instructions NAME's process runs, under
+# callgrind, from its start to its exit after serving COUNT requests of LOAD. (Called directly,
+# not in a command substitution, so that a failed load stops the script and the server's PID is
+# the one the EXIT trap stops.)
 callgrind_total() {
   local out=$work/callgrind.out
   rm -f "$out"
   START_SECS=120 start_server "$1:$PORT:valgrind --tool=callgrind --callgrind-out-file=$out $(command_of "$1")"
-  timeout 900 "$load" "$PORT" "$2" "$3" >&2
+  if ! timeout 900 "$load" "$PORT" "$2" "$3" >&2; then
+    echo "instructions.sh: the load failed against $1 under callgrind ($2, $3 requests)" >&2
+    exit 1
+  fi
   STOP_SECS=60 stop_server
   # The file's summary line: every thread's instructions (Ir).
-  awk '/^(summary|totals):/ {print $2; exit}' "$out"
+  total=$(awk '/^(summary|totals):/ {print $2; exit}' "$out")
+  [ -n "$total" ] || { echo "instructions.sh: no callgrind total for $1" >&2; exit 1; }
 }
 
 # syscalls NAME LOAD COUNT: sets calls and switches, per request, counted while NAME (native)
@@ -96,8 +102,10 @@ started=$(date +%s)
 for load_name in $LOADS; do
   n=$(requests "$load_name")
   for name in "$@"; do
-    one=$(callgrind_total "$name" "$load_name" "$n")
-    three=$(callgrind_total "$name" "$load_name" $((3 * n)))
+    callgrind_total "$name" "$load_name" "$n"
+    one=$total
+    callgrind_total "$name" "$load_name" $((3 * n))
+    three=$total
     per=$(awk -v a="$one" -v b="$three" -v n="$n" 'BEGIN {printf "%.0f", (b - a) / (2 * n)}')
     syscalls "$name" "$load_name" "$n"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load_name" "$name" "$n" "$one" "$three" "$per" \

@@ -365,9 +365,11 @@ impl Builder {
             crate::handler::streams_body(&*asks, head)
         })));
         // Buffers lent by the parker come back to the workers: they go round through this. It
-        // holds as many as a loop of the reactor keeps: when it held two per worker, 64
-        // keep-alive connections dropped and allocated an 8 KiB working set every ten
-        // requests (`bench/instructions.sh`).
+        // holds as many as a loop of the reactor keeps (256 working sets, an 8 KiB read buffer
+        // and a write buffer each, and 256 heads; after a burst of large responses up to the
+        // pools' per-item caps): when it held two per worker, 64 keep-alive connections
+        // dropped and allocated a zeroed working set every ten requests
+        // (`bench/instructions.sh`).
         let pools = crate::http::pools::Shared::new(
             self.workers
                 .saturating_mul(2)

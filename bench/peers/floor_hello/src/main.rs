@@ -84,7 +84,10 @@ fn serve(listener: OwnedFd) -> io::Result<()> {
     let mut events = Vec::with_capacity(256);
     loop {
         events.clear();
-        epoll::wait(&poll, spare_capacity(&mut events), None)?;
+        match epoll::wait(&poll, spare_capacity(&mut events), None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
         for event in &events {
             // A copy: the event is a packed struct.
             let (key, flags) = (event.data.u64(), { event.flags });
@@ -115,9 +118,16 @@ fn accept_all(poll: &OwnedFd, listener: &OwnedFd, conns: &mut Vec<Option<Conn>>)
         let fd = match accept_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::AGAIN) => return Ok(()),
-            Err(e) => return Err(e.into()),
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::CONNABORTED) => continue,
+            // Out of descriptors or memory: the pending connections wait for the next wake-up.
+            Err(e) => {
+                eprintln!("floor_hello: accept: {e}");
+                return Ok(());
+            }
         };
-        sockopt::set_tcp_nodelay(&fd, true)?;
+        if sockopt::set_tcp_nodelay(&fd, true).is_err() {
+            continue;
+        }
         let slot = usize::try_from(fd.as_raw_fd()).map_err(io::Error::other)?;
         let key = u64::try_from(slot).map_err(io::Error::other)?;
         epoll::add(
