@@ -451,6 +451,11 @@ fn a_silent_connection_in_the_queue_is_waiting() {
     let mut first = Client::new(srv.addr);
     assert_eq!(first.request("GET /", "").status, 200);
     let _silent = connect(srv.addr);
-    let s = until(&srv, "two open", |s| s.active == 2);
+    // The first response reaches the client before its worker counts the connection as waiting
+    // again: wait for that too (as `held_connections_are_counted` does), not only for the second
+    // connection.
+    let s = until(&srv, "two open, none writing", |s| {
+        s.active == 2 && s.writing == 0
+    });
     assert_eq!((s.waiting, s.queued), (2, 0), "{s:#?}");
 }
