@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
-use crate::http::response::ContentType;
+use crate::http::response::KnownType;
 use crate::{Request, Response};
 
 /// Why [`Request::read_json`] refused a request, and the answer to give: [`JsonError::status`],
@@ -119,7 +119,7 @@ impl From<JsonError> for Response {
             None => format!("{err}\n"),
         };
         let response = Response::new(err.status())
-            .with_known_content_type(ContentType::TEXT)
+            .with_known_content_type(KnownType::TEXT)
             .with_body(text);
         match err.failure {
             Failure::ContentType => response.with_header("Accept", "application/json"),
@@ -237,7 +237,7 @@ impl Response {
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
         match serde_json::to_vec(value) {
             Ok(bytes) => Response::new(200)
-                .with_known_content_type("application/json")
+                .with_known_content_type(KnownType::JSON)
                 .with_body(bytes),
             Err(e) => {
                 log::error!("Response::json: the value did not serialize: {e}");

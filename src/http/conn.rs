@@ -8,7 +8,7 @@ use crate::http::access::{AccessLog, Logging};
 use crate::http::address::Address;
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
-use crate::http::date::append_date;
+use crate::http::date::append_date_line;
 use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
@@ -256,19 +256,13 @@ impl Conn {
             .other_fields()
             .any(|(n, _)| n.eq_ignore_ascii_case("date"))
         {
-            out.extend_from_slice(b"Date: ");
-            append_date(out);
-            out.extend_from_slice(b"\r\n");
+            append_date_line(out);
         }
         // `Content-Type` is held apart: written without the checks below, and without any
         // when it is one of the crate's own.
         match resp.content_type_field() {
             ContentType::Unset => {}
-            ContentType::Known(value) => {
-                out.extend_from_slice(b"Content-Type: ");
-                out.extend_from_slice(value.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
+            ContentType::Known(known) => out.extend_from_slice(known.line.as_bytes()),
             ContentType::Set(name, value) => field(out, name, value),
         }
         for (name, value) in resp.other_fields() {
@@ -326,7 +320,7 @@ impl Conn {
         closing: bool,
         out: &mut Vec<u8>,
     ) -> After {
-        let (mut resp, closing) = match answer {
+        let (resp, closing) = match answer {
             Answer::Returned(resp) => (resp, closing),
             Answer::Panicked => (Response::new(500), true),
         };
@@ -334,7 +328,7 @@ impl Conn {
             return self.write_switch(head, resp, body_in_sync, closing, out);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
-        let sent = match resp.take_body().kind {
+        let sent = match resp.into_body().kind {
             BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
             _ if encoder == Encoder::Skip => 0,
@@ -456,16 +450,15 @@ impl Conn {
         self.state = State::Closing(Close::Linger);
         let text = reason(status);
         status_line(out, status);
-        out.extend_from_slice(b"Date: ");
-        append_date(out);
+        append_date_line(out);
         if status == 503 {
             // What the engine refuses with 503 (no room to keep a body, a session at
             // shutdown) is worth trying again soon.
-            out.extend_from_slice(b"\r\nRetry-After: 1");
+            out.extend_from_slice(b"Retry-After: 1\r\n");
         }
         let _ = write!(
             out,
-            "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
             text.len()
         );
         self.access.status(status);

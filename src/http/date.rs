@@ -1,4 +1,4 @@
-//! The `Date` header value, formatted at most once a second per thread.
+//! The `Date` header field, formatted at most once a second per thread.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -7,13 +7,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Length of an IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
 const DATE_LEN: usize = 29;
 
+/// `Date: `, the date, CRLF.
+const LINE_LEN: usize = DATE_LEN + 8;
+
 struct Cached {
     second: u64,
-    text: [u8; DATE_LEN],
+    line: [u8; LINE_LEN],
 }
 
 thread_local! {
-    static CACHE: RefCell<Cached> = const { RefCell::new(Cached { second: u64::MAX, text: [0; DATE_LEN] }) };
+    static CACHE: RefCell<Cached> = const { RefCell::new(Cached { second: u64::MAX, line: [0; LINE_LEN] }) };
 }
 
 /// Seconds since the Unix epoch, from the coarse real-time clock where there is one: a `Date`
@@ -39,34 +42,39 @@ fn unix_second() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Appends the current date as an IMF-fixdate. Reads the clock (a vDSO call, not a syscall) and
-/// formats only when the second changed since this thread last asked.
-pub(crate) fn append_date(out: &mut Vec<u8>) {
+/// Appends the `Date` field line (`Date: ` the current date as an IMF-fixdate, CRLF). Reads
+/// the clock (a vDSO call, not a syscall) and formats only when the second changed since this
+/// thread last asked; the line is kept whole, one copy per response.
+pub(crate) fn append_date_line(out: &mut Vec<u8>) {
     let second = unix_second();
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.second != second {
-            let mut text = [0u8; DATE_LEN];
-            let mut cursor = &mut text[..];
+            let mut line = [0u8; LINE_LEN];
+            let mut cursor = &mut line[..];
             let now = UNIX_EPOCH + Duration::from_secs(second);
-            let _ = write!(cursor, "{}", httpdate::HttpDate::from(now));
-            c.text = text;
+            let _ = write!(cursor, "Date: {}\r\n", httpdate::HttpDate::from(now));
+            c.line = line;
             c.second = second;
         }
-        out.extend_from_slice(&c.text);
+        out.extend_from_slice(&c.line);
     });
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn date_is_an_imf_fixdate() {
+    fn the_date_line_holds_an_imf_fixdate() {
         let mut out = Vec::new();
-        super::append_date(&mut out);
-        let s = String::from_utf8(out).unwrap_or_default();
-        assert_eq!(s.len(), 29);
+        super::append_date_line(&mut out);
+        let line = String::from_utf8(out).unwrap_or_default();
+        let s = line
+            .strip_prefix("Date: ")
+            .and_then(|s| s.strip_suffix("\r\n"))
+            .unwrap_or_default();
+        assert_eq!(s.len(), 29, "{line:?}");
         assert!(s.ends_with(" GMT"), "{s}");
-        let sent = httpdate::parse_http_date(&s);
+        let sent = httpdate::parse_http_date(s);
         assert!(sent.is_ok(), "{s}");
         // The coarse clock lags the precise one by a tick, never by a second or more.
         if let Ok(sent) = sent {

@@ -52,16 +52,23 @@ impl Response {
 
     /// 200 with a `text/plain; charset=utf-8` body.
     pub fn text(body: impl Into<Body>) -> Response {
-        Response::new(200)
-            .with_known_content_type(ContentType::TEXT)
-            .with_body(body)
+        Response::ok(KnownType::TEXT, body.into())
     }
 
     /// 200 with a `text/html; charset=utf-8` body.
     pub fn html(body: impl Into<Body>) -> Response {
-        Response::new(200)
-            .with_known_content_type("text/html; charset=utf-8")
-            .with_body(body)
+        Response::ok(KnownType::HTML, body.into())
+    }
+
+    /// 200 with one of the crate's own content types, built whole (nothing made to be replaced
+    /// and dropped: the common response's constructor).
+    pub(crate) fn ok(content_type: KnownType, body: Body) -> Response {
+        Response {
+            status: 200,
+            content_type: ContentType::Known(content_type),
+            headers: Vec::new(),
+            body,
+        }
     }
 
     /// Sets the status.
@@ -77,7 +84,7 @@ impl Response {
     }
 
     /// Sets `Content-Type` to one of the crate's own values, which need no check when written.
-    pub(crate) fn with_known_content_type(mut self, value: &'static str) -> Response {
+    pub(crate) fn with_known_content_type(mut self, value: KnownType) -> Response {
         self.content_type = ContentType::Known(value);
         self
     }
@@ -192,6 +199,11 @@ impl Response {
         std::mem::replace(&mut self.body, Body::empty())
     }
 
+    /// The body, the rest dropped (once the head is written).
+    pub(crate) fn into_body(self) -> Body {
+        self.body
+    }
+
     /// Removes the header fields named `name` (any case).
     #[cfg_attr(not(feature = "compression"), allow(dead_code))]
     pub(crate) fn without_header(mut self, name: &str) -> Response {
@@ -205,19 +217,43 @@ pub(crate) enum ContentType {
     Unset,
     /// One of the crate's own values (`text/plain; charset=utf-8` for [`Response::text`]...),
     /// written without the checks a field set by an application gets.
-    Known(&'static str),
+    Known(KnownType),
     /// Set by the application (the name as set, and the value): checked when written.
     Set(HeaderText, HeaderText),
 }
 
-impl ContentType {
-    pub(crate) const TEXT: &'static str = "text/plain; charset=utf-8";
+/// One of the crate's own content types: its value, and its whole field line, written as one
+/// copy.
+#[derive(Clone, Copy)]
+pub(crate) struct KnownType {
+    pub(crate) value: &'static str,
+    pub(crate) line: &'static str,
+}
 
+/// A [`KnownType`] from its value (a literal).
+macro_rules! known_type {
+    ($value:literal) => {
+        KnownType {
+            value: $value,
+            line: concat!("Content-Type: ", $value, "\r\n"),
+        }
+    };
+}
+
+impl KnownType {
+    pub(crate) const TEXT: KnownType = known_type!("text/plain; charset=utf-8");
+    pub(crate) const HTML: KnownType = known_type!("text/html; charset=utf-8");
+    #[cfg_attr(not(feature = "json"), allow(dead_code))]
+    pub(crate) const JSON: KnownType = known_type!("application/json");
+    pub(crate) const EVENT_STREAM: KnownType = known_type!("text/event-stream");
+}
+
+impl ContentType {
     /// The field as a name and a value.
     pub(crate) fn field(&self) -> Option<(&str, &str)> {
         match self {
             ContentType::Unset => None,
-            ContentType::Known(value) => Some(("Content-Type", value)),
+            ContentType::Known(known) => Some(("Content-Type", known.value)),
             ContentType::Set(name, value) => Some((name, value)),
         }
     }

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::Response;
-use crate::http::response::{Body, BodyKind};
+use crate::http::response::{Body, BodyKind, KnownType};
 use crate::http::session::WakeFlag;
 pub use sender::SseSender;
 use sender::{Queue, Shared, Stream};
@@ -183,7 +183,7 @@ impl Response {
             config,
         });
         let response = Response::new(200)
-            .with_known_content_type("text/event-stream")
+            .with_known_content_type(KnownType::EVENT_STREAM)
             .with_header("Cache-Control", "no-cache")
             .with_body(Body {
                 kind: BodyKind::Session(Box::new(Stream(shared.clone()))),

@@ -32,6 +32,10 @@ pub(crate) trait Io: Read + Write {
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
     /// The client a PROXY protocol header at the start of the stream named, once read.
     fn proxied_source(&self) -> Option<std::net::SocketAddr>;
+    /// Reads once: `Read::read`, as a direct `recv(2)` where the transport is a plain socket.
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize>;
+    /// Writes once: `Write::write`, as a direct `send(2)` where the transport is a plain socket.
+    fn send(&mut self, buf: &[u8]) -> std::io::Result<usize>;
 }
 
 impl<T: Transport + ?Sized> Io for T {
@@ -52,6 +56,18 @@ impl<T: Transport + ?Sized> Io for T {
     }
     fn proxied_source(&self) -> Option<std::net::SocketAddr> {
         Transport::proxied_source(self)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(fd) = Transport::direct_fd(self) {
+            return crate::transport::recv(fd, buf);
+        }
+        self.read(buf)
+    }
+    fn send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(fd) = Transport::direct_fd(self) {
+            return crate::transport::send(fd, buf);
+        }
+        self.write(buf)
     }
 }
 
