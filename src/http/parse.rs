@@ -345,6 +345,40 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// The header fields that decide message framing and persistence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    Host,
+    ContentLength,
+    TransferEncoding,
+    Connection,
+    Expect,
+}
+
+impl Framing {
+    /// Which of them `name` is (any case): told apart by length first, so that every other
+    /// field costs one comparison.
+    fn of(name: &str) -> Option<Framing> {
+        let (field, lower): (Framing, &[u8]) = match name.len() {
+            4 => (Framing::Host, b"host"),
+            6 => (Framing::Expect, b"expect"),
+            10 => (Framing::Connection, b"connection"),
+            14 => (Framing::ContentLength, b"content-length"),
+            17 => (Framing::TransferEncoding, b"transfer-encoding"),
+            _ => return None,
+        };
+        is_named(name.as_bytes(), lower).then_some(field)
+    }
+}
+
+/// Whether a field name (a token, as httparse checked) is `lower` in any case, where `lower`
+/// holds only lowercase letters and `-`. Setting bit 0x20 folds a letter to lowercase and
+/// leaves `-` as it is; the only other byte it takes to one of them is CR (to `-`), which is no
+/// token byte.
+fn is_named(name: &[u8], lower: &[u8]) -> bool {
+    name.len() == lower.len() && name.iter().zip(lower).all(|(&n, &l)| n | 0x20 == l)
+}
+
 /// Collects the header fields that decide message framing and persistence.
 #[derive(Default)]
 struct FramingRules {
@@ -357,51 +391,58 @@ struct FramingRules {
 
 impl FramingRules {
     fn see(&mut self, name: &str, value: &[u8], head: &mut RequestHead) -> Result<(), ParseError> {
-        if name.eq_ignore_ascii_case("host") {
-            self.hosts += 1;
-            if !valid_host(trim(value)) {
-                return Err(ParseError::BadHost);
-            }
-        } else if name.eq_ignore_ascii_case("content-length") {
-            for item in value.split(|&b| b == b',') {
-                let n = parse_decimal(trim(item)).ok_or(ParseError::BadContentLength)?;
-                match self.content_length {
-                    Some(prev) if prev != n => return Err(ParseError::BadContentLength),
-                    _ => self.content_length = Some(n),
+        match Framing::of(name) {
+            Some(Framing::Host) => {
+                self.hosts += 1;
+                if !valid_host(trim(value)) {
+                    return Err(ParseError::BadHost);
                 }
             }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            self.has_te = true;
-            for coding in value.split(|&b| b == b',').map(trim) {
-                if coding.is_empty() {
-                    continue;
+            Some(Framing::ContentLength) => {
+                for item in value.split(|&b| b == b',') {
+                    let n = parse_decimal(trim(item)).ok_or(ParseError::BadContentLength)?;
+                    match self.content_length {
+                        Some(prev) if prev != n => return Err(ParseError::BadContentLength),
+                        _ => self.content_length = Some(n),
+                    }
                 }
-                if self.chunked > 0 {
-                    // Anything after `chunked` means chunked is not the final coding.
-                    return Err(ParseError::BadEncoding);
+            }
+            Some(Framing::TransferEncoding) => {
+                self.has_te = true;
+                for coding in value.split(|&b| b == b',').map(trim) {
+                    if coding.is_empty() {
+                        continue;
+                    }
+                    if self.chunked > 0 {
+                        // Anything after `chunked` means chunked is not the final coding.
+                        return Err(ParseError::BadEncoding);
+                    }
+                    if coding.eq_ignore_ascii_case(b"chunked") {
+                        self.chunked += 1;
+                    } else {
+                        self.other_coding = true;
+                    }
                 }
-                if coding.eq_ignore_ascii_case(b"chunked") {
-                    self.chunked += 1;
+            }
+            Some(Framing::Connection) => {
+                for token in value.split(|&b| b == b',').map(trim) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        head.conn_close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        head.conn_keep_alive = true;
+                    } else if token.eq_ignore_ascii_case(b"upgrade") {
+                        head.conn_upgrade = true;
+                    }
+                }
+            }
+            Some(Framing::Expect) => {
+                if trim(value).eq_ignore_ascii_case(b"100-continue") {
+                    head.expect_continue = true;
                 } else {
-                    self.other_coding = true;
+                    return Err(ParseError::UnsupportedExpectation);
                 }
             }
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(|&b| b == b',').map(trim) {
-                if token.eq_ignore_ascii_case(b"close") {
-                    head.conn_close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    head.conn_keep_alive = true;
-                } else if token.eq_ignore_ascii_case(b"upgrade") {
-                    head.conn_upgrade = true;
-                }
-            }
-        } else if name.eq_ignore_ascii_case("expect") {
-            if trim(value).eq_ignore_ascii_case(b"100-continue") {
-                head.expect_continue = true;
-            } else {
-                return Err(ParseError::UnsupportedExpectation);
-            }
+            None => {}
         }
         Ok(())
     }
@@ -615,6 +656,39 @@ mod tests {
                 .map_err(|e| e.status());
             assert_eq!(&got, want, "{}", String::from_utf8_lossy(input));
         }
+    }
+
+    /// `Framing::of` knows its five names in any case, and nothing else: every name that
+    /// differs from one of them in one byte (any byte httparse takes in a name) is another field.
+    #[test]
+    fn framing_fields_are_told_by_name_in_any_case() {
+        let names = [
+            ("host", Framing::Host),
+            ("expect", Framing::Expect),
+            ("connection", Framing::Connection),
+            ("content-length", Framing::ContentLength),
+            ("transfer-encoding", Framing::TransferEncoding),
+        ];
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        for (name, field) in names {
+            assert_eq!(Framing::of(name), Some(field));
+            assert_eq!(Framing::of(&name.to_ascii_uppercase()), Some(field));
+            let mut bytes = name.as_bytes().to_vec();
+            for at in 0..bytes.len() {
+                let was = bytes[at];
+                for b in (0..=255u8).filter(|&b| token(b)) {
+                    bytes[at] = b;
+                    let Ok(other) = std::str::from_utf8(&bytes) else {
+                        continue;
+                    };
+                    let same = b.eq_ignore_ascii_case(&was);
+                    assert_eq!(Framing::of(other) == Some(field), same, "{other}");
+                }
+                bytes[at] = was;
+            }
+        }
+        assert_eq!(Framing::of("hostx"), None);
+        assert_eq!(Framing::of("content-type"), None);
     }
 
     /// The one-pass `valid_host` against the rule as first written (every byte allowed, the

@@ -45,24 +45,26 @@ pub(crate) enum BodyFraming {
     Chunked,
 }
 
-/// A byte range into [`RequestHead::buf`].
+/// A byte range into [`RequestHead::buf`]. (Two `usize`s: a head's ranges are taken from
+/// slices of it, so they need no conversion and no overflow check.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Span {
-    start: u32,
-    end: u32,
+    start: usize,
+    end: usize,
 }
 
 impl Span {
+    /// `len` bytes from `start`, both of a slice of the head (so `start + len` is at most its
+    /// length, far from overflowing).
     pub(crate) fn of(start: usize, len: usize) -> Span {
-        // Heads are bounded by Limits::max_head_bytes, far below u32::MAX.
-        let start = u32::try_from(start).unwrap_or(u32::MAX);
-        let end = start.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
-        Span { start, end }
+        Span {
+            start,
+            end: start.saturating_add(len),
+        }
     }
 
     fn get(self, buf: &[u8]) -> &[u8] {
-        buf.get(self.start as usize..self.end as usize)
-            .unwrap_or(&[])
+        buf.get(self.start..self.end).unwrap_or(&[])
     }
 }
 
