@@ -37,10 +37,12 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     }
 
     /// The socket itself, when reading and writing it is reading and writing the transport:
-    /// a plain TCP or Unix domain socket, on Linux. The engines then call `recv(2)` and
-    /// `send(2)` on it directly, without std's and libc's wrappers around them (about 50 fewer
-    /// instructions a call). `None`, the default: a transport that changes, holds or adds bytes
-    /// (TLS, a PROXY protocol header), read and written through `Read` and `Write`.
+    /// a plain TCP or Unix domain socket. On Linux and Android the engines then read and write
+    /// the connection's HTTP exchanges with `recv(2)` and `send(2)` (`MSG_NOSIGNAL`) on it
+    /// directly, and this transport's `Read` and `Write` are not called for them: no std or
+    /// libc wrapper (about 35 fewer instructions a call, counted by callgrind). Elsewhere it is
+    /// not used. `None`, the default: a transport that changes, holds or adds bytes (TLS, a
+    /// PROXY protocol header), read and written through `Read` and `Write`.
     fn direct_fd(&self) -> Option<BorrowedFd<'_>> {
         None
     }
@@ -103,8 +105,8 @@ impl Transport for UnixStream {
 }
 
 /// A socket's own descriptor for direct `recv(2)` and `send(2)`: on Linux and Android, where
-/// `MSG_NOSIGNAL` keeps a write to a closed peer from raising `SIGPIPE` (as std's own writes
-/// do). Elsewhere `None`: std's wrappers, which know each platform's way.
+/// `MSG_NOSIGNAL` keeps a write to a closed peer from raising `SIGPIPE` (as std's `TcpStream`
+/// writes do). Elsewhere `None`: std's wrappers, which know each platform's way.
 fn direct(socket: &impl AsFd) -> Option<BorrowedFd<'_>> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -119,6 +121,7 @@ fn direct(socket: &impl AsFd) -> Option<BorrowedFd<'_>> {
 
 /// Reads what the socket holds, up to `buf`'s length, with one `recv(2)`: what `Read::read`
 /// does on a socket, without std's and libc's wrappers.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     rustix::net::recv(fd, buf, rustix::net::RecvFlags::empty())
         .map(|(n, _)| n)
@@ -127,12 +130,9 @@ pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Writes what the socket takes of `buf` with one `send(2)` (`MSG_NOSIGNAL`: a closed peer is
 /// an error, not a signal): what `Write::write` does on a socket, without the wrappers.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let flags = rustix::net::SendFlags::NOSIGNAL;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let flags = rustix::net::SendFlags::empty();
-    rustix::net::send(fd, buf, flags).map_err(io::Error::from)
+    rustix::net::send(fd, buf, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from)
 }
 
 /// Sends up to `len` bytes of `file`, from its position on, straight to `transport` when it

@@ -58,12 +58,15 @@ impl<T: Transport + ?Sized> Io for T {
         Transport::proxied_source(self)
     }
     fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(fd) = Transport::direct_fd(self) {
             return crate::transport::recv(fd, buf);
         }
         self.read(buf)
     }
     fn send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Only where `MSG_NOSIGNAL` guards the write (see `Transport::direct_fd`).
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(fd) = Transport::direct_fd(self) {
             return crate::transport::send(fd, buf);
         }
