@@ -14,6 +14,8 @@
 # knobs: REPS (5) DURATION (5) PORT (18190) LOADS (http: "c64 c256 pipelined16", also "close": c64
 # with Connection: close, a new connection per request, and "post16k" / "post1m": c64 POSTing a
 # 16 KiB or 1 MiB body per request, which the server reads whole; ws: "c64x32 c64x16k")
+# BIN_B: a server binary to run as B instead of the work tree's build (bench/polling/one_call.sh
+# passes one built against a patched dependency).
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +38,7 @@ git -C "$here" worktree add --detach "$work/base" "$base" >/dev/null 2>&1
 (cd "$work/base" && CARGO_TARGET_DIR="$work/target-a" cargo build -q --release --features server --example "$example")
 (cd "$here" && cargo build -q --release --features server --example "$example" --example ws_load)
 bin_a=$work/target-a/release/examples/$example
-bin_b=$release/examples/$example
+bin_b=${BIN_B:-$release/examples/$example}
 load_bin=$release/examples/ws_load
 
 cat > "$work/pipeline.lua" <<'LUA'
@@ -97,7 +99,7 @@ for rep in $(seq 1 "$REPS"); do
 done
 
 python3 - "$raw" "$REPS" "$ticks" "$base" "${flags[*]:-}" "$example" "$unit" <<'PY'
-import sys, statistics, collections
+import os, sys, statistics, collections
 raw, reps, ticks, base, flags, example, unit = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 rows = collections.defaultdict(list)
 for line in open(raw):
@@ -108,7 +110,8 @@ for line in open(raw):
 def cell(xs, fmt):
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
 tool = "ws_load" if example == "ws_echo" else "wrk -t2"
-print(f"{example} {flags or '(defaults)'}: A = {base}, B = work tree; medians (min–max) of {reps} interleaved runs, {tool}.\n")
+b_name = os.environ.get("BIN_B") or "work tree"
+print(f"{example} {flags or '(defaults)'}: A = {base}, B = {b_name}; medians (min–max) of {reps} interleaved runs, {tool}.\n")
 print(f"| load | A {unit}/s | B {unit}/s | B/A | A CPU µs/{unit} | B CPU µs/{unit} | B/A |")
 print("|---|---|---|---|---|---|---|")
 for load in ("c64", "c256", "pipelined16", "close", "post16k", "post1m", "c64x32", "c64x16k"):

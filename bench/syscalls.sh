@@ -18,7 +18,7 @@ kind=${1:-}; shift || true
 check_args 2,13p $#
 CONNS=${CONNS:-64} DURATION=${DURATION:-3} SIZE=${SIZE:-32}
 
-calls="recvfrom sendto read write readv writev recvmsg sendmsg epoll_wait epoll_pwait epoll_ctl timerfd_settime poll ppoll futex sched_yield"
+calls="recvfrom sendto read write readv writev recvmsg sendmsg epoll_wait epoll_pwait epoll_pwait2 epoll_ctl timerfd_settime poll ppoll futex sched_yield"
 events="raw_syscalls:sys_enter,context-switches"
 for c in $calls; do events="$events,syscalls:sys_enter_$c"; done
 
