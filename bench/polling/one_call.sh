@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What polling 3.11's five system calls per wait cost twinhttp: `hello` built as released (A)
+# What polling 3.11's five system calls per wait cost twinhttp: `hello` (or `ws_echo`) built as released (A)
 # and against polling 3.11 patched to wait with one call (B: bench/polling/one-call-wait.patch,
 # no timerfd, the timeout given to epoll_wait itself, and the notifier's eventfd read and
 # re-armed only when it fired; what polling's master does since smol-rs/polling#250, not
@@ -11,6 +11,7 @@
 # (rate and server CPU per request) on one engine configuration.
 #
 # usage: bench/polling/one_call.sh [ENGINE FLAGS...]   e.g. bench/polling/one_call.sh --engine reactor
+#        KIND=ws bench/polling/one_call.sh --engine server    (ws_echo under ws_load instead)
 # knobs: REPS DURATION LOADS (bench/ab.sh's), PORT (18190)
 # Only 127.0.0.1 is contacted; every server is stopped by its PID.
 set -euo pipefail
@@ -18,6 +19,12 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 flags=("$@")
 [ ${#flags[@]} -gt 0 ] || flags=(--engine reactor)
 PORT=${PORT:-18190}
+KIND=${KIND:-http}
+case $KIND in
+  http) example=hello ;;
+  ws) example=ws_echo ;;
+  *) echo "KIND is http or ws"; exit 2 ;;
+esac
 
 cd "$here"
 cargo fetch -q
@@ -31,16 +38,16 @@ cp -r "$(dirname "$registry_src")" "$work/polling"
 patch -s -d "$work/polling" -p1 < "$here/bench/polling/one-call-wait.patch"
 git -C "$here" worktree add --detach "$work/b" HEAD >/dev/null 2>&1
 (cd "$work/b" && CARGO_TARGET_DIR="$work/target-b" cargo build -q --release --features server \
-  --example hello --config "patch.crates-io.polling.path=\"$work/polling\"")
-bin_b=$work/target-b/release/examples/hello
-(cd "$here" && cargo build -q --release --features server --example hello)
+  --example "$example" --config "patch.crates-io.polling.path=\"$work/polling\"")
+bin_b=$work/target-b/release/examples/$example
+(cd "$here" && cargo build -q --release --features server --example "$example" --example ws_load)
 # shellcheck source=bench/target.sh
 . "$here/bench/target.sh"
 
 echo "## System calls (bench/syscalls.sh)"
-"$here/bench/syscalls.sh" http \
-  "released:$PORT:$release/examples/hello --addr 127.0.0.1:{PORT} ${flags[*]}" \
+"$here/bench/syscalls.sh" "$KIND" \
+  "released:$PORT:$release/examples/$example --addr 127.0.0.1:{PORT} ${flags[*]}" \
   "one-call:$PORT:$bin_b --addr 127.0.0.1:{PORT} ${flags[*]}" | sed -n '/^| server/,$p'
 echo
 echo "## Interleaved wrk (bench/ab.sh: A = released polling, B = one-call wait)"
-BIN_B=$bin_b PORT=$PORT "$here/bench/ab.sh" HEAD "${flags[@]}" 2>/dev/null
+KIND=$KIND BIN_B=$bin_b PORT=$PORT "$here/bench/ab.sh" HEAD "${flags[@]}" 2>/dev/null
