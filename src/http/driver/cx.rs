@@ -33,9 +33,13 @@ pub(crate) trait Io: Read + Write {
     /// The client a PROXY protocol header at the start of the stream named, once read.
     fn proxied_source(&self) -> Option<std::net::SocketAddr>;
     /// Reads once: `Read::read`, as a direct `recv(2)` where the transport is a plain socket.
-    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize>;
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.read(buf)
+    }
     /// Writes once: `Write::write`, as a direct `send(2)` where the transport is a plain socket.
-    fn send(&mut self, buf: &[u8]) -> std::io::Result<usize>;
+    fn send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write(buf)
+    }
 }
 
 impl<T: Transport + ?Sized> Io for T {

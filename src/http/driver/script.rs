@@ -98,12 +98,6 @@ impl Io for Scripted {
     fn proxied_source(&self) -> Option<std::net::SocketAddr> {
         None
     }
-    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.read(buf)
-    }
-    fn send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.write(buf)
-    }
 }
 
 /// What a request head said that the checks need.
