@@ -315,7 +315,7 @@ fn compressed(app: impl Handler) -> impl Handler {
 }
 
 fn main() {
-    support::Args::run_with("app", |args, _| {
+    support::Args::run_serving_files("app", |args, _| {
         let files = args.static_dir.as_ref().map(|dir| {
             ServeDir::new(dir)
                 .unwrap_or_else(|e| {

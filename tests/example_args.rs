@@ -92,3 +92,19 @@ fn a_trusted_proxy_that_is_no_network_is_refused() {
         "--trusted-proxy: `nine` is not a network (10.0.0.0/8), an IP address, `unix` or `forwarded`",
     );
 }
+
+#[test]
+fn static_is_refused_where_no_files_are_served() {
+    // Only `app` serves the folder `--static` names; elsewhere it would be ignored.
+    assert_refused(
+        "hello_reactor",
+        &["--static", "examples/public"],
+        "--static is for app only (the folder it serves under /static/)",
+    );
+    #[cfg(feature = "server")]
+    assert_refused(
+        "ws_echo",
+        &["--static", "examples/public"],
+        "--static is for app only (the folder it serves under /static/)",
+    );
+}

@@ -4,7 +4,7 @@
 mod support;
 
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::{Client, Config, Engine, On, TestServer, start_on};
@@ -12,14 +12,37 @@ use twinhttp::sse::Event;
 use twinhttp::ws::{RequestExt, WsMessage, WsSender};
 use twinhttp::{Address, Request, Response};
 
-/// A socket path of its own for each test and engine, with no file at it yet.
-fn socket_path(test: &str, engine: Engine) -> PathBuf {
+/// A socket path of its own for each test and engine, with no file at it yet; whatever file
+/// is there when the test ends is removed (the server leaves its socket file, as a stale one is
+/// replaced at the next bind).
+struct SocketPath(PathBuf);
+
+impl std::ops::Deref for SocketPath {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for SocketPath {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SocketPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn socket_path(test: &str, engine: Engine) -> SocketPath {
     let path = std::env::temp_dir().join(format!(
         "twinhttp-{}-{test}-{engine:?}.sock",
         std::process::id()
     ));
     let _ = std::fs::remove_file(&path);
-    path
+    SocketPath(path)
 }
 
 /// HTTP, the peer's address, a WebSocket echo and a three-event stream.
@@ -44,9 +67,9 @@ fn app(req: &mut Request<'_>) -> Response {
     }
 }
 
-fn serve(test: &str, engine: Engine) -> (TestServer, PathBuf) {
+fn serve(test: &str, engine: Engine) -> (TestServer, SocketPath) {
     let path = socket_path(test, engine);
-    let srv = start_on(engine, Config::default(), On::Unix(path.clone()), app);
+    let srv = start_on(engine, Config::default(), On::Unix(path.to_path_buf()), app);
     (srv, path)
 }
 
@@ -113,7 +136,7 @@ fn a_listener_the_caller_bound(engine: Engine) {
 }
 
 /// Starts (and at once drops) a server of `engine` on the socket path: whether it could bind.
-fn serve_unix(engine: Engine, path: &std::path::Path) -> Result<(), twinhttp::Error> {
+fn serve_unix(engine: Engine, path: &Path) -> Result<(), twinhttp::Error> {
     match engine {
         #[cfg(feature = "server")]
         Engine::Server | Engine::ServerNoPark => twinhttp::server::Server::builder()
@@ -130,7 +153,7 @@ fn stale_and_live_socket_files(engine: Engine) {
     let path = socket_path("stale", engine);
     drop(UnixListener::bind(&path).expect("bind"));
     assert!(path.exists(), "the file outlives its listener");
-    let srv = start_on(engine, Config::default(), On::Unix(path.clone()), app);
+    let srv = start_on(engine, Config::default(), On::Unix(path.to_path_buf()), app);
     assert_eq!(
         Client::unix(&path)
             .roundtrip(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -159,13 +182,12 @@ fn a_regular_file_is_not_replaced(engine: Engine) {
         std::fs::read(&path).expect("the file is still there"),
         b"keep me"
     );
-    let _ = std::fs::remove_file(&path);
 }
 
 /// The engine reports where it listens.
 fn the_address_is_the_path(engine: Engine) {
     let (srv, path) = serve("addr", engine);
-    assert_eq!(srv.address, Some(Address::Unix(Some(path))));
+    assert_eq!(srv.address, Some(Address::Unix(Some(path.to_path_buf()))));
     assert_eq!(srv.addr.port(), 0);
 }
 
@@ -175,7 +197,7 @@ fn curl(engine: Engine) {
     let (_srv, path) = serve("curl", engine);
     let out = std::process::Command::new("curl")
         .args(["-sS", "--max-time", "10", "--unix-socket"])
-        .arg(&path)
+        .arg(&*path)
         .args(["http://localhost/", "http://localhost/stream"])
         .output()
         .expect("curl runs (install it: apt-get install -y curl)");

@@ -61,7 +61,7 @@ const USAGE: &str = "options: -h, --help (this text)
          --no-park  --session-threads  --park-linger-us N (server engine)
          --tls-cert PEM --tls-key PEM (HTTPS; feature tls)
          --static DIR (app: the folder served under /static/)
-         --access-log (a line per exchange, logged by default; RUST_LOG overrides)
+         --access-log (log a line per exchange; off without it; RUST_LOG filters the log)
          --memory-budget MIB (bodies in memory, response tails, send queues; 256)
          --reuse-port (share the port with other processes: SO_REUSEPORT)
          --systemd (serve on the socket systemd passed; feature systemd)
@@ -70,8 +70,17 @@ const USAGE: &str = "options: -h, --help (this text)
 
 impl Args {
     /// The options from the command line; `--help` prints them and exits 0, a bad one prints
-    /// what is wrong and them, and exits 2.
+    /// what is wrong and them, and exits 2. `--static` is refused: only `app` serves files
+    /// ([`Args::run_serving_files`]).
     pub fn parse() -> Args {
+        let args = Args::parse_options();
+        if args.static_dir.is_some() {
+            usage("--static is for app only (the folder it serves under /static/)");
+        }
+        args
+    }
+
+    fn parse_options() -> Args {
         let mut args = Args {
             addr: "127.0.0.1:8080".to_owned(),
             unix: None,
@@ -294,9 +303,17 @@ impl Args {
 
     /// [`Args::run`] with a handler made from the arguments and the engine's live counters.
     pub fn run_with<H: Handler>(name: &str, make: impl FnOnce(&Args, StatsHandle) -> H) {
+        Args::run_parsed(name, Args::parse(), make);
+    }
+
+    /// [`Args::run_with`] for an example that serves the folder `--static` names.
+    pub fn run_serving_files<H: Handler>(name: &str, make: impl FnOnce(&Args, StatsHandle) -> H) {
+        Args::run_parsed(name, Args::parse_options(), make);
+    }
+
+    fn run_parsed<H: Handler>(name: &str, args: Args, make: impl FnOnce(&Args, StatsHandle) -> H) {
         init_logger();
         let signals = Signals::install(name);
-        let args = Args::parse();
         let running = args.serve_with(|stats| make(&args, stats));
         say_listening(name, &running, &args);
         until_signal(running, name, signals);
