@@ -283,10 +283,7 @@ fn lines_from_the_right<'h>(
     head: &'h RequestHead,
     name: &'static str,
 ) -> impl Iterator<Item = &'h [u8]> {
-    head.headers_raw()
-        .rev()
-        .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v)
+    head.values_of(name).rev()
 }
 
 /// The elements of a list field's line (`a, b`), split at the commas outside quoted strings

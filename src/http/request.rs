@@ -158,10 +158,21 @@ impl RequestHead {
         t.bytes().position(|b| b == b'?').map(|i| &t[i + 1..])
     }
 
+    /// The values of the fields named `name` (case-insensitive), in order. Names are compared
+    /// as bytes: a lookup checks no field's name as text (a check of 70-odd instructions a
+    /// field, counted by callgrind, which every lookup made of every field before it).
+    pub(crate) fn values_of<'h, 'n>(
+        &'h self,
+        name: &'n str,
+    ) -> impl DoubleEndedIterator<Item = &'h [u8]> + use<'h, 'n> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.get(&self.buf).eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v.get(&self.buf))
+    }
+
     pub(crate) fn header_bytes(&self, name: &str) -> Option<&[u8]> {
-        self.headers_raw()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        self.values_of(name).next()
     }
 
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
@@ -412,9 +423,8 @@ impl<'a> Request<'a> {
     /// (a repeated field such as `Accept` or `Cookie`; [`Request::header`] gives the first).
     pub fn header_all<'n>(&self, name: &'n str) -> impl Iterator<Item = &'a str> + use<'a, 'n> {
         let head: &'a RequestHead = self.head;
-        head.headers_raw()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+        head.values_of(name)
+            .filter_map(|v| std::str::from_utf8(v).ok())
     }
 
     /// The declared body length, if the request has a `Content-Length` (0 for no body).
@@ -521,6 +531,12 @@ mod tests {
         assert_eq!(all, ["text/html", "application/json"]);
         assert_eq!(req.header("accept"), Some("text/html"));
         assert_eq!(req.headers().count(), 5);
+        // Names compared whole, as bytes, in any case; the last first from the right.
+        assert_eq!(req.header_bytes("x-OTHER"), Some(&b"1"[..]));
+        assert_eq!(req.header("Accep"), None);
+        assert_eq!(req.header("Accept-"), None);
+        let last: Vec<&[u8]> = head.values_of("accept").rev().take(2).collect();
+        assert_eq!(last, [&b"\xff"[..], &b"application/json"[..]]);
     }
 
     #[test]

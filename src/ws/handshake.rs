@@ -16,12 +16,10 @@ pub(crate) struct Offer {
 
 /// True when any comma-separated token of any `name` field equals `token` (case-insensitive).
 pub(crate) fn has_token(head: &RequestHead, name: &str, token: &str) -> bool {
-    head.headers_raw()
-        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-        .any(|(_, v)| {
-            v.split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-        })
+    head.values_of(name).any(|v| {
+        v.split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+    })
 }
 
 /// True when the request asks to switch to WebSocket (it may still be malformed).
@@ -66,9 +64,8 @@ pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
         .filter(|k| valid_key(k))
         .ok_or_else(|| bad("missing or malformed Sec-WebSocket-Key"))?;
     let protocols = head
-        .headers_raw()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
-        .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+        .values_of("sec-websocket-protocol")
+        .filter_map(|v| std::str::from_utf8(v).ok())
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .filter(|p| !p.is_empty())
