@@ -3,8 +3,8 @@
 //!
 //! One thread per core, each with its own `SO_REUSEPORT` listener and its own level-triggered
 //! epoll. A readable connection gets one `read`; every whole request in the buffer (a head up to
-//! CRLFCRLF and its `Content-Length` body) is answered with the same fixed `Hello, World!`
-//! response, all of them in one `write`. Nothing else: no parser beyond finding the head's end and
+//! its empty line, its lines found with `memchr`'s SIMD search, and its `Content-Length` body) is
+//! answered with the same fixed `Hello, World!` response, all of them in one `write`. Nothing else: no parser beyond finding the head's end and
 //! its `Content-Length` and `Connection: close`, no routes, no clock (the `Date` is fixed), no
 //! timeouts, no limits but the buffer's growth. It is not a server anyone should run: it is what
 //! the kernel's `epoll_wait`/`read`/`write` cost plus the least user-space work around them.
@@ -171,13 +171,21 @@ fn answer(input: &[u8], output: &mut Vec<u8>, closing: &mut bool) -> usize {
     let mut at = 0;
     while !*closing {
         let rest = &input[at..];
-        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
-            break;
-        };
-        let head = &rest[..end];
-        let mut body = 0;
-        for line in head.split(|&b| b == b'\n') {
+        // One pass over the head's lines, each found with a SIMD search, to its empty line;
+        // only a line starting with `c` can be `Content-Length` or `Connection`.
+        let (mut from, mut end, mut body) = (0, None, 0);
+        for newline in memchr::memchr_iter(b'\n', rest) {
+            let line = &rest[from..newline];
+            from = newline + 1;
             let line = line.strip_suffix(b"\r").unwrap_or(line);
+            match line.first() {
+                None => {
+                    end = Some(from);
+                    break;
+                }
+                Some(b'c' | b'C') => {}
+                Some(_) => continue,
+            }
             if let Some(value) = field(line, b"content-length:") {
                 body = std::str::from_utf8(value)
                     .ok()
@@ -187,7 +195,10 @@ fn answer(input: &[u8], output: &mut Vec<u8>, closing: &mut bool) -> usize {
                 *closing = value.eq_ignore_ascii_case(b"close");
             }
         }
-        let whole = end + 4 + body;
+        let Some(end) = end else {
+            break;
+        };
+        let whole = end + body;
         if rest.len() < whole {
             break;
         }
