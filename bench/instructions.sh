@@ -7,21 +7,27 @@
 # Each server serves an exact number of requests from bench/peers/fixed_load (64 connections):
 #   keepalive  one GET at a time per connection      pipelined  16 GETs per write
 #   close      Connection: close, a connection each  post1k     a POST with a 1 KiB body
+#   browser    as keepalive, each GET with the 16 fields a browser sends to open a page
 # Instructions: the server runs under callgrind for N requests and again for 3N; the difference
 # of the two totals over 2N is per request (start-up and shutdown cancel out). System calls: the
 # server runs natively, serves N to warm up, then `perf stat -p` counts during 2N more.
 #
 # usage: bench/instructions.sh [SERVER ...]
 #   SERVER: server nopark inline pool (twinhttp's hello: the server engine with and without
-#   parking, the reactor inline and pool) hyper may actix floor; default all of them.
-# knobs: LOADS ("keepalive pipelined close post1k") N (16000 keepalive and post1k, 32000 pipelined,
-#   2000 close) PORT (18401) OUT (bench/results/run-instructions-<time>: raw.tsv, results.md)
-# Builds what it runs (bench/peers/build.sh without Go, the hello example) and installs valgrind
-# and perf from Debian's packages if missing. Only 127.0.0.1 is contacted; every server is
-# stopped by its PID. About 5 minutes for everything on 2 cores, after the builds.
+#   parking, the reactor inline and pool) hyper may actix floor; default all of them. Also,
+#   never by default: app (examples/app on the reactor inline, GET /api/items through its router
+#   and layers: request ids, CORS, JSON; no peer serves the same, so it has no ratio; it skips
+#   post1k, which no route of it takes).
+# knobs: LOADS ("keepalive pipelined close post1k browser") N (16000 keepalive, post1k and
+#   browser, 32000 pipelined, 2000 close) PORT (18401) OUT (bench/results/run-instructions-<time>:
+#   raw.tsv, results.md)
+# Builds what it runs (bench/peers/build.sh without Go, the hello example, the app example when
+# named) and installs valgrind and perf from Debian's packages if missing. Only 127.0.0.1 is
+# contacted; every server is stopped by its PID. About 5 minutes for everything on 2 cores (5.3
+# with app), after the builds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-LOADS=${LOADS:-"keepalive pipelined close post1k"} PORT=${PORT:-18401}
+LOADS=${LOADS:-"keepalive pipelined close post1k browser"} PORT=${PORT:-18401}
 OUT=${OUT:-$here/bench/results/run-instructions-$(date +%Y%m%d-%H%M%S)}
 # shellcheck source=bench/lib.sh
 . "$here/bench/lib.sh"
@@ -35,6 +41,9 @@ done
 echo "building the peers and twinhttp's hello ..." >&2
 (cd "$here" && cargo build -q --release --manifest-path bench/peers/Cargo.toml)
 (cd "$here" && cargo build -q --release --features server --example hello)
+case " $* " in
+  *" app "*) (cd "$here" && cargo build -q --release --features server,json --example app) ;;
+esac
 load=$peers_rs/fixed_load
 
 # command NAME: the server's command line ({PORT} for its port).
@@ -45,7 +54,16 @@ command_of() {
     nopark) echo "$hello --engine server --no-park" ;;
     inline) echo "$hello --engine reactor --dispatch inline" ;;
     pool) echo "$hello --engine reactor --dispatch pool" ;;
+    app) echo "$release/examples/app --addr 127.0.0.1:{PORT} --engine reactor --dispatch inline" ;;
     *) peer_command "$1" ;;
+  esac
+}
+
+# target_of NAME: the path its load asks for.
+target_of() {
+  case "$1" in
+    app) echo /api/items ;;
+    *) echo / ;;
   esac
 }
 
@@ -66,7 +84,7 @@ callgrind_total() {
   local out=$work/callgrind.out
   rm -f "$out"
   START_SECS=120 start_server "$1:$PORT:valgrind --tool=callgrind --callgrind-out-file=$out $(command_of "$1")"
-  if ! timeout 900 "$load" "$PORT" "$2" "$3" >&2; then
+  if ! FIXED_LOAD_PATH=$(target_of "$1") timeout 900 "$load" "$PORT" "$2" "$3" >&2; then
     echo "instructions.sh: the load failed against $1 under callgrind ($2, $3 requests)" >&2
     exit 1
   fi
@@ -81,11 +99,11 @@ callgrind_total() {
 syscalls() {
   local counts=$work/perf.out perf
   start_server "$1:$PORT:$(command_of "$1")"
-  "$load" "$PORT" "$2" "$3" >/dev/null
+  FIXED_LOAD_PATH=$(target_of "$1") "$load" "$PORT" "$2" "$3" >/dev/null
   perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$spid" -o "$counts" &
   perf=$!
   sleep 0.5
-  "$load" "$PORT" "$2" $((2 * $3)) >/dev/null
+  FIXED_LOAD_PATH=$(target_of "$1") "$load" "$PORT" "$2" $((2 * $3)) >/dev/null
   kill -INT "$perf"
   wait "$perf" || true
   stop_server
@@ -102,6 +120,8 @@ started=$(date +%s)
 for load_name in $LOADS; do
   n=$(requests "$load_name")
   for name in "$@"; do
+    # The app has no route that takes post1k's octet-stream body (its POST wants JSON: 415).
+    [ "$name/$load_name" = app/post1k ] && continue
     callgrind_total "$name" "$load_name" "$n"
     one=$total
     callgrind_total "$name" "$load_name" $((3 * n))
@@ -125,7 +145,7 @@ by_load = collections.OrderedDict()
 for r in rows:
     by_load.setdefault(r["load"], []).append(r)
 peers = {"hyper", "may", "actix"}
-names = {"server": "twinhttp server", "nopark": "twinhttp server, no parking",
+names = {"app": "twinhttp app (router, layers)", "server": "twinhttp server", "nopark": "twinhttp server, no parking",
          "inline": "twinhttp reactor inline", "pool": "twinhttp reactor pool",
          "hyper": "hyper", "may": "may_minihttp", "actix": "actix-web", "floor": "floor"}
 def ratio(x, base):
@@ -145,9 +165,12 @@ for load, rs in by_load.items():
     fi, fs = ins.get("floor"), sc.get("floor")
     for r in rs:
         s = r["server"]
-        print(f"| {load} (N={r['n']}) | {names.get(s, s)} | {ins[s]:,.0f} | {ratio(ins[s], best_i)} | "
-              f"{ratio(ins[s], fi)} | {sc[s]:.2f} | {ratio(sc[s], best_s)} | {ratio(sc[s], fs)} | "
-              f"{r['switches_per_request']} |")
+        # The app answers another route through its layers: no server here does the same.
+        alone = s == "app"
+        print(f"| {load} (N={r['n']}) | {names.get(s, s)} | {ins[s]:,.0f} | "
+              f"{'–' if alone else ratio(ins[s], best_i)} | {'–' if alone else ratio(ins[s], fi)} | "
+              f"{sc[s]:.2f} | {'–' if alone else ratio(sc[s], best_s)} | "
+              f"{'–' if alone else ratio(sc[s], fs)} | {r['switches_per_request']} |")
 PY
 cat "$OUT/results.md"
 echo "raw counts: $raw" >&2

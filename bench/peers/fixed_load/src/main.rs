@@ -8,7 +8,13 @@
 //! - `close`: CONNS clients, each `GET /` with `Connection: close` on a new connection, which
 //!   the client closes once the response is read (may_minihttp ignores `Connection: close`, so
 //!   the client cannot wait for the server to close);
-//! - `post1k`: as keepalive, each a `POST /` with a 1 KiB body.
+//! - `post1k`: as keepalive, each a `POST /` with a 1 KiB body;
+//! - `browser`: as keepalive, each `GET /` with the 16 fields (`Host` and 15 more) a browser
+//!   sends when it opens a page (`User-Agent`, `Accept`, the `Sec-Fetch-*` and client hints,
+//!   `Accept-Encoding`, `Accept-Language`, `Cookie`, ...): what parsing a real head and looking
+//!   fields up in it cost.
+//!
+//! The target is `/`, or `FIXED_LOAD_PATH` when that is set (a route of a larger example).
 //!
 //! Prints `fixed_load: N responses LOAD SECONDS s` and exits 0, or names the first failure and
 //! exits 1.
@@ -25,12 +31,34 @@ enum Load {
     Pipelined,
     Close,
     Post1k,
+    Browser,
 }
+
+/// A browser's fields after `Host` when it opens a page (Chromium's, 2025), ending the head.
+/// With `Host` they are 16: exactly may_minihttp's limit (one more and it closes the
+/// connection), so do not add one.
+const BROWSER_FIELDS: &str = "Connection: keep-alive\r\n\
+    sec-ch-ua: \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"\r\n\
+    sec-ch-ua-mobile: ?0\r\n\
+    sec-ch-ua-platform: \"Linux\"\r\n\
+    Upgrade-Insecure-Requests: 1\r\n\
+    User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+    Chrome/131.0.0.0 Safari/537.36\r\n\
+    Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,\
+    image/apng,*/*;q=0.8\r\n\
+    Sec-Fetch-Site: none\r\n\
+    Sec-Fetch-Mode: navigate\r\n\
+    Sec-Fetch-User: ?1\r\n\
+    Sec-Fetch-Dest: document\r\n\
+    Accept-Encoding: gzip, deflate, br, zstd\r\n\
+    Accept-Language: en-US,en;q=0.9\r\n\
+    Cookie: session=3f9a1c0e7b2d4a6f8e1b5c9d0a7e3f21; theme=dark\r\n\
+    Priority: u=0, i\r\n\r\n";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
-        eprintln!("usage: fixed_load PORT keepalive|pipelined|close|post1k N [CONNS]");
+        eprintln!("usage: fixed_load PORT keepalive|pipelined|close|post1k|browser N [CONNS]");
         std::process::exit(2)
     };
     let (Some(port), Some(load), Some(n)) = (
@@ -49,6 +77,7 @@ fn main() {
         "pipelined" => Load::Pipelined,
         "close" => Load::Close,
         "post1k" => Load::Post1k,
+        "browser" => Load::Browser,
         _ => usage(),
     };
     let started = Instant::now();
@@ -81,9 +110,13 @@ fn main() {
 /// One client's `share` of the requests.
 fn client(port: u16, load: Load, share: usize) -> io::Result<()> {
     let host = format!("Host: 127.0.0.1:{port}\r\n");
+    let path = std::env::var("FIXED_LOAD_PATH")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/".to_owned());
     match load {
         Load::Close => {
-            let request = format!("GET / HTTP/1.1\r\n{host}Connection: close\r\n\r\n");
+            let request = format!("GET {path} HTTP/1.1\r\n{host}Connection: close\r\n\r\n");
             for _ in 0..share {
                 let mut conn = Conn::open(port)?;
                 conn.stream.write_all(request.as_bytes())?;
@@ -91,14 +124,15 @@ fn client(port: u16, load: Load, share: usize) -> io::Result<()> {
             }
             Ok(())
         }
-        Load::KeepAlive | Load::Post1k | Load::Pipelined => {
+        Load::KeepAlive | Load::Post1k | Load::Pipelined | Load::Browser => {
             let one = match load {
                 Load::Post1k => format!(
-                    "POST / HTTP/1.1\r\n{host}Content-Type: application/octet-stream\r\n\
+                    "POST {path} HTTP/1.1\r\n{host}Content-Type: application/octet-stream\r\n\
                      Content-Length: {POST_BODY}\r\n\r\n{}",
                     "x".repeat(POST_BODY)
                 ),
-                _ => format!("GET / HTTP/1.1\r\n{host}\r\n"),
+                Load::Browser => format!("GET {path} HTTP/1.1\r\n{host}{BROWSER_FIELDS}"),
+                _ => format!("GET {path} HTTP/1.1\r\n{host}\r\n"),
             };
             let depth = if load == Load::Pipelined { DEPTH } else { 1 };
             let batch = one.repeat(depth);
