@@ -4,7 +4,9 @@
 //! that keeps those lines; each test picks its own by its client's address.
 mod support;
 
-use std::net::SocketAddr;
+use std::io::BufReader;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{Client, Config, Engine, TestServer, app, start_with};
@@ -30,6 +32,47 @@ fn lines_of(peer: SocketAddr, n: usize, within: Duration) -> Vec<String> {
     }
 }
 
+/// A connection to `addr` from a loopback address no other connection of this binary has used,
+/// with its address. Each test picks its lines by its client's address, and the log keeps every
+/// test's lines: a client that got an ephemeral port an earlier test's client had used would
+/// also pick that test's lines (seen in CI: `refusals_are_logged` found the line of a streamed
+/// body cut off by an earlier test, from the same `127.0.0.1` port). Where only `127.0.0.1`
+/// answers (macOS), it connects from there.
+fn connect_apart(addr: SocketAddr) -> (TcpStream, SocketAddr) {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    // 127.0.x.y, y in 2..=251: never .0, .1 (the servers'), or .255.
+    let source = Ipv4Addr::new(127, 0, (n / 250 % 256) as u8, (n % 250 + 2) as u8);
+    let bound = || -> std::io::Result<TcpStream> {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        s.bind(&SocketAddr::new(IpAddr::V4(source), 0).into())?;
+        s.connect(&addr.into())?;
+        Ok(s.into())
+    };
+    let s = match bound() {
+        Ok(s) => s,
+        // Linux answers on all of 127.0.0.0/8: there the addresses must be apart.
+        Err(e) if cfg!(target_os = "linux") => panic!("connect from {source}: {e}"),
+        Err(_) => TcpStream::connect(addr).expect("connect"),
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.set_nodelay(true).expect("nodelay");
+    let peer = s.local_addr().expect("local address");
+    (s, peer)
+}
+
+/// A client of `addr` from an address of its own (see [`connect_apart`]), with that address.
+fn client(addr: SocketAddr) -> (Client, SocketAddr) {
+    let (s, peer) = connect_apart(addr);
+    (
+        Client {
+            reader: BufReader::new(s),
+        },
+        peer,
+    )
+}
+
 /// `peer "line" status bytes` followed by a duration like `0.21ms`.
 fn assert_line(got: &str, peer: SocketAddr, request: &str, status: u16, bytes: u64) {
     let want = format!("{peer} \"{request}\" {status} {bytes} ");
@@ -53,8 +96,7 @@ fn logged(engine: Engine, cfg: Config) -> (TestServer, Client, SocketAddr) {
         },
         app,
     );
-    let c = Client::new(srv.addr);
-    let peer = c.reader.get_ref().local_addr().expect("local address");
+    let (c, peer) = client(srv.addr);
     (srv, c, peer)
 }
 
@@ -94,8 +136,7 @@ fn refusals_are_logged(engine: Engine) {
         400,
         "Bad Request".len() as u64,
     );
-    let mut c = Client::new(srv.addr);
-    let peer = c.reader.get_ref().local_addr().expect("local address");
+    let (mut c, peer) = client(srv.addr);
     c.send(b"GET / HTTP/1.1\r\nHost: t\r\nExpect: a-miracle\r\n\r\n");
     assert_eq!(c.response().status, 417);
     let lines = lines_of(peer, 1, Duration::from_secs(10));
@@ -106,8 +147,7 @@ fn refusals_are_logged(engine: Engine) {
         417,
         "Expectation Failed".len() as u64,
     );
-    let mut c = Client::new(srv.addr);
-    let peer = c.reader.get_ref().local_addr().expect("local address");
+    let (mut c, peer) = client(srv.addr);
     c.send(b"NOT A REQUEST LINE\r\n\r\n");
     assert_eq!(c.response().status, 400);
     let lines = lines_of(peer, 1, Duration::from_secs(10));
@@ -131,8 +171,7 @@ fn header_timeouts_are_logged(engine: Engine) {
 fn off_by_default(engine: Engine) {
     install();
     let srv = start_with(engine, Config::default(), app);
-    let mut c = Client::new(srv.addr);
-    let peer = c.reader.get_ref().local_addr().expect("local address");
+    let (mut c, peer) = client(srv.addr);
     assert_eq!(c.request("GET /", "").status, 200);
     assert_eq!(c.request("GET /stream", "").status, 200);
     // A line logged wrongly would be there by now (logged before or as the response went out);
@@ -155,8 +194,7 @@ fn cut_off(engine: Engine, path: &str, handler: impl twinhttp::Handler) -> Vec<S
         },
         handler,
     );
-    let mut c = support::connect(srv.addr);
-    let peer = c.local_addr().expect("local address");
+    let (mut c, peer) = connect_apart(srv.addr);
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
         .expect("send");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -260,8 +298,7 @@ fn the_request_id_ends_the_line(engine: Engine) {
         },
         twinhttp::handler_fn(app).layer(RequestIds::new()),
     );
-    let mut c = Client::new(srv.addr);
-    let peer = c.reader.get_ref().local_addr().expect("local address");
+    let (mut c, peer) = client(srv.addr);
     assert_eq!(c.request("GET /", "X-Request-Id: trace-7\r\n").status, 200);
     let made = c.request("GET /", "");
     let id = made.header("x-request-id").expect("an id").to_owned();
