@@ -4,7 +4,6 @@
 //! that keeps those lines; each test picks its own by its client's address.
 mod support;
 
-use std::io::BufReader;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -50,14 +49,11 @@ fn connect_apart(addr: SocketAddr) -> (TcpStream, SocketAddr) {
         Ok(s.into())
     };
     let s = match bound() {
-        Ok(s) => s,
+        Ok(s) => support::ready(s),
         // Linux answers on all of 127.0.0.0/8: there the addresses must be apart.
         Err(e) if cfg!(target_os = "linux") => panic!("connect from {source}: {e}"),
-        Err(_) => TcpStream::connect(addr).expect("connect"),
+        Err(_) => support::connect(addr),
     };
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    s.set_nodelay(true).expect("nodelay");
     let peer = s.local_addr().expect("local address");
     (s, peer)
 }
@@ -65,12 +61,7 @@ fn connect_apart(addr: SocketAddr) -> (TcpStream, SocketAddr) {
 /// A client of `addr` from an address of its own (see [`connect_apart`]), with that address.
 fn client(addr: SocketAddr) -> (Client, SocketAddr) {
     let (s, peer) = connect_apart(addr);
-    (
-        Client {
-            reader: BufReader::new(s),
-        },
-        peer,
-    )
+    (Client::of(s), peer)
 }
 
 /// `peer "line" status bytes` followed by a duration like `0.21ms`.

@@ -355,7 +355,11 @@ pub fn read_head(s: &mut TcpStream) -> String {
 
 /// A client socket with a read timeout, so a broken server fails a test instead of hanging it.
 pub fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect");
+    ready(TcpStream::connect(addr).expect("connect"))
+}
+
+/// A connected client socket given the read timeout and `TCP_NODELAY` every test client has.
+pub fn ready(s: TcpStream) -> TcpStream {
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     s.set_nodelay(true).expect("nodelay");
@@ -400,8 +404,13 @@ pub struct Client<S = TcpStream> {
 
 impl Client {
     pub fn new(addr: SocketAddr) -> Client {
+        Client::of(connect(addr))
+    }
+
+    /// A client on a socket already connected (and [`ready`]).
+    pub fn of(s: TcpStream) -> Client {
         Client {
-            reader: BufReader::new(connect(addr)),
+            reader: BufReader::new(s),
         }
     }
 }

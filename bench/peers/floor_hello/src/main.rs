@@ -4,9 +4,10 @@
 //! One thread per core, each with its own `SO_REUSEPORT` listener and its own level-triggered
 //! epoll. A readable connection gets one `read`; every whole request in the buffer (a head up to
 //! its empty line, its lines found with `memchr`'s SIMD search, and its `Content-Length` body) is
-//! answered with the same fixed `Hello, World!` response, all of them in one `write`. Nothing else: no parser beyond finding the head's end and
-//! its `Content-Length` and `Connection: close`, no routes, no clock (the `Date` is fixed), no
-//! timeouts, no limits but the buffer's growth. It is not a server anyone should run: it is what
+//! answered with the same fixed `Hello, World!` response, all of them in one `write`. Nothing
+//! else: no parser beyond finding the head's end and its `Content-Length` and `Connection:
+//! close`, no routes, no clock (the `Date` is fixed), no timeouts, no limits but the buffer's
+//! growth. It is not a server anyone should run: it is what
 //! the kernel's `epoll_wait`/`read`/`write` cost plus the least user-space work around them.
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
