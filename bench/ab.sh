@@ -10,7 +10,8 @@
 # time per request or message (utime + stime of its process, from /proc), which the load
 # generator's share of the two cores does not skew the way it skews throughput, and its user
 # part alone (what a change of the crate's own code moves; the kernel's send and receive are most
-# of the rest). Prints a markdown table: medians (min–max) and the B/A ratio of the medians.
+# of the rest), and for HTTP wrk's 99th-percentile latency. Prints a markdown table: medians (min–max)
+# and the B/A ratio of the medians.
 #
 # usage: bench/ab.sh BASE_REV [ENGINE FLAGS...]     e.g. bench/ab.sh HEAD~3 --engine server
 #        KIND=ws bench/ab.sh BASE_REV [ENGINE FLAGS...]     KIND=app bench/ab.sh BASE_REV ...
@@ -115,20 +116,24 @@ for rep in $(seq 1 "$REPS"); do
         c64x16k) args=(--conns 64 --size 16384) ;;
       esac
       read -r user_before sys_before < <(cpu_ticks "$pid")
+      p99=nan
       if [ "$KIND" = ws ]; then
         out=$(timeout $((DURATION + 20)) "$load_bin" --addr "127.0.0.1:$PORT" --secs "$DURATION" "${args[@]}" 2>&1 || true)
         n=$(awk '/^ws_load:/ {print $2}' <<<"$out")
         rps=$(awk '/^ws_load:/ {print $(NF-1)}' <<<"$out")
       else
-        out=$(timeout $((DURATION + 20)) wrk "${args[@]}" "http://127.0.0.1:$PORT$path" -- "$script_arg" 2>&1 || true)
+        out=$(timeout $((DURATION + 20)) wrk --latency "${args[@]}" "http://127.0.0.1:$PORT$path" -- "$script_arg" 2>&1 || true)
         n=$(awk '/requests in/ {print $1}' <<<"$out")
         rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+        # wrk's 99th percentile, in ms whatever unit it printed.
+        p99=$(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+          print (u == "us" ? v / 1000 : u == "s" ? v * 1000 : v) }' <<<"$out")
       fi
       read -r user_after sys_after < <(cpu_ticks "$pid")
       kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
       user=$((user_after - user_before))
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$side" "${rps:-0}" "${n:-0}" \
-        "$((user + sys_after - sys_before))" "$user" >> "$raw"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$load" "$side" "${rps:-0}" "${n:-0}" \
+        "$((user + sys_after - sys_before))" "$user" "${p99:-nan}" >> "$raw"
       echo "rep $rep $load $side: ${rps:-0} $unit/s" >&2
     done
   done
@@ -139,17 +144,19 @@ import os, sys, statistics, collections
 raw, reps, ticks, base, flags, example, unit = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 rows = collections.defaultdict(list)
 for line in open(raw):
-    load, side, rps, n, cpu, user = line.rstrip("\n").split("\t")
+    load, side, rps, n, cpu, user, p99 = line.rstrip("\n").split("\t")
     n = float(n)
     per = lambda ticks_: float(ticks_) / ticks * 1e6 / n if n else float("nan")
-    rows[(load, side)].append((float(rps), per(cpu), per(user)))
+    rows[(load, side)].append((float(rps), per(cpu), per(user), float(p99)))
 def cell(xs, fmt):
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
 tool = "ws_load" if example == "ws_echo" else "wrk -t2"
 b_name = os.environ.get("BIN_B") or "work tree"
 print(f"{example} {flags or '(defaults)'}: A = {base}, B = {b_name}; medians (min–max) of {reps} interleaved runs, {tool}.\n")
-print(f"| load | A {unit}/s | B {unit}/s | B/A | A CPU µs/{unit} | B CPU µs/{unit} | B/A | A user µs/{unit} | B user µs/{unit} | B/A |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+latency = example != "ws_echo"
+head = f"| load | A {unit}/s | B {unit}/s | B/A | A CPU µs/{unit} | B CPU µs/{unit} | B/A | A user µs/{unit} | B user µs/{unit} | B/A |"
+print(head + (" A p99 ms | B p99 ms |" if latency else ""))
+print("|---" * (12 if latency else 10) + "|")
 for load in ("c64", "c256", "pipelined16", "close", "post16k", "post1m", "browser", "c64x32", "c64x16k"):
     a, b = rows[(load, "A")], rows[(load, "B")]
     if not a or not b:
@@ -159,5 +166,6 @@ for load in ("c64", "c256", "pipelined16", "close", "post16k", "post1m", "browse
     ua, ub = [x[2] for x in a], [x[2] for x in b]
     print(f"| {load} | {cell(ra, '{:,.0f}')} | {cell(rb, '{:,.0f}')} | {statistics.median(rb)/statistics.median(ra):.2f} "
           f"| {cell(ca, '{:.2f}')} | {cell(cb, '{:.2f}')} | {statistics.median(cb)/statistics.median(ca):.2f} "
-          f"| {cell(ua, '{:.2f}')} | {cell(ub, '{:.2f}')} | {statistics.median(ub)/statistics.median(ua):.2f} |")
+          f"| {cell(ua, '{:.2f}')} | {cell(ub, '{:.2f}')} | {statistics.median(ub)/statistics.median(ua):.2f} |"
+          + (f" {cell([x[3] for x in a], '{:.2f}')} | {cell([x[3] for x in b], '{:.2f}')} |" if latency else ""))
 PY

@@ -8,7 +8,7 @@
 # touched.
 #
 # It prints bench/syscalls.sh's table for both builds, then bench/ab.sh's interleaved wrk A/B
-# (rate and server CPU per request) on one engine configuration.
+# (rate, server CPU per request and wrk's p99 latency) on one engine configuration.
 #
 # usage: bench/polling/one_call.sh [ENGINE FLAGS...]   e.g. bench/polling/one_call.sh --engine reactor
 #        KIND=ws bench/polling/one_call.sh --engine server    (ws_echo under ws_load instead)
