@@ -189,7 +189,13 @@ impl<H: Handler> EventLoop<H> {
         }
     }
 
-    fn cx(&mut self, now: Instant, key: usize) -> (Cx<'_, H>, &mut Slab<Connection>) {
+    /// A turn of connection `key`; `readable` when a readable event brought it.
+    fn cx(
+        &mut self,
+        now: Instant,
+        key: usize,
+        readable: bool,
+    ) -> (Cx<'_, H>, &mut Slab<Connection>) {
         let closing = self.stopping;
         (
             Cx {
@@ -204,6 +210,7 @@ impl<H: Handler> EventLoop<H> {
                 wakes: &self.wakes,
                 counters: &self.control.counters,
                 blocking: &mut self.blocking,
+                readable,
             },
             &mut self.conns,
         )
@@ -211,7 +218,7 @@ impl<H: Handler> EventLoop<H> {
 
     /// Drives a connection; `readable` when a readable event (or a hang-up) brought it here.
     fn ready(&mut self, key: usize, now: Instant, readable: bool) {
-        let (mut cx, conns) = self.cx(now, key);
+        let (mut cx, conns) = self.cx(now, key, readable);
         let Some(conn) = conns.get_mut(key) else {
             return;
         };
@@ -227,7 +234,7 @@ impl<H: Handler> EventLoop<H> {
                 head,
                 answered,
             } => {
-                let (mut cx, conns) = self.cx(now, key);
+                let (mut cx, conns) = self.cx(now, key, false);
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {
                         conn.complete(head, answered, &mut cx);
@@ -238,7 +245,7 @@ impl<H: Handler> EventLoop<H> {
                 }
             }
             Done::Session { key, id, mut work } => {
-                let (mut cx, conns) = self.cx(now, key);
+                let (mut cx, conns) = self.cx(now, key, false);
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {
                         let next = conn.work_done(work, &mut cx);

@@ -127,6 +127,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) closing: bool,
     /// How the engine waits for the stream.
     pub(super) readiness: Readiness,
+    /// Whether the engine reported the stream readable for this turn.
+    pub(super) began: Began,
     /// A streamed body's producer (handler code) may run here: false on a thread that must not
     /// run handler code (the thread-pool engine's parker), which gets [`Action::Produce`].
     pub(super) produce: bool,
@@ -146,6 +148,28 @@ pub(super) enum Readiness {
         allow(dead_code)
     )]
     Edge,
+}
+
+/// What began a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Began {
+    /// The engine reported the stream readable, or cannot tell: read before waiting.
+    Readable,
+    /// Something else (a pool's answer, a turn after a yield): with level-triggered waits, a
+    /// stream an earlier read left drained is waited on, not read again.
+    Otherwise,
+}
+
+/// What the driver knows of its stream's unread input, from one turn to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Input {
+    /// Bytes may be waiting: read before waiting for more.
+    Unknown,
+    /// The last read found the stream drained (a short read or `WouldBlock`, waited on
+    /// level-triggered). A turn the engine began for something else than readability (a pool's
+    /// answer) waits instead of reading again: any byte that came since is reported by the
+    /// wait. (The reactor's pool dispatch read once more per request without this.)
+    Drained,
 }
 
 /// What is left of a connection's turn (one wake-up of the engine for it).
@@ -179,6 +203,7 @@ impl<'a> Cx<'a> {
             now,
             closing,
             readiness: Readiness::Level,
+            began: Began::Readable,
             produce: true,
             turn: Turn {
                 budget: REQUEST_BUDGET,
@@ -197,6 +222,13 @@ impl<'a> Cx<'a> {
             file_bytes: 0,
         };
         self
+    }
+
+    /// The turn was not begun by the stream being reported readable (a pool's answer, a turn
+    /// after a yield): a level-triggered engine's stream that an earlier read left drained is
+    /// not read again before waiting (its wait reports any byte that came since).
+    pub(crate) fn not_readable(&mut self) {
+        self.began = Began::Otherwise;
     }
 
     /// The engine waits edge-triggered: reads go on until the stream says `WouldBlock`.

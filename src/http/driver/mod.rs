@@ -30,8 +30,8 @@ pub(crate) use action::{Action, Handover, Request, Stage};
 pub(crate) use body_in::BodyRead;
 #[cfg_attr(not(feature = "server"), allow(unused_imports))]
 pub(crate) use cx::Streams;
+use cx::{Began, FILE_BYTES_PER_TURN, Input, Readiness};
 pub(crate) use cx::{Cx, Io, Rules, Tally};
-use cx::{FILE_BYTES_PER_TURN, Readiness};
 use output::{Sent, busy_at, drain};
 
 use body_in::{BodyEnd, BodyIn};
@@ -107,6 +107,7 @@ pub(crate) struct Driver {
     due: HeadDue,
     /// The connection's peer, as far as trusting its forwarded headers goes.
     peer: Hop,
+    input: Input,
 }
 
 impl Driver {
@@ -122,6 +123,7 @@ impl Driver {
             phase: Phase::Idle,
             due: HeadDue::first(now, rules.header_read),
             peer: Hop::of(peer),
+            input: Input::Unknown,
         }
     }
 
@@ -193,6 +195,10 @@ impl Driver {
             Phase::Idle | Phase::Partial(_) | Phase::Busy(_) => {}
         }
         self.lend(cx.pools, cx.rules.response_rate);
+        // (`input` is only ever `Drained` under level-triggered waits.)
+        if cx.began == Began::Otherwise && self.input == Input::Drained && !io.buffered_input() {
+            cx.turn.drained = true;
+        }
         loop {
             let Phase::Busy(busy) = &self.phase else {
                 return Action::Close;
@@ -277,8 +283,15 @@ impl Driver {
                 Fill::Got { short } => {
                     cx.turn.drained =
                         short && cx.readiness == Readiness::Level && !io.buffered_input();
+                    // (A short read leaves `input` as it was: a later wait for input settles it.)
+                    if !cx.turn.drained {
+                        self.input = Input::Unknown;
+                    }
                 }
                 Fill::WouldBlock => {
+                    if cx.readiness == Readiness::Level {
+                        self.input = Input::Drained;
+                    }
                     self.rest(cx.pools);
                     // A transport with output held back (a TLS handshake flight) is woken when
                     // the stream takes more, too: its next read sends it.

@@ -21,6 +21,9 @@ impl Connection {
             return Next::Close;
         };
         let mut turn = driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.closing);
+        if !cx.readable {
+            turn.not_readable();
+        }
         let handover = loop {
             match driver.drive(self.socket.get_mut(), &mut turn) {
                 Action::Run(Request { head, mut body }) => match cx.pool {

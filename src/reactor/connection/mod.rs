@@ -38,6 +38,8 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) counters: &'a Counters,
     /// Times inline handler calls, for the blocking warning.
     pub(crate) blocking: &'a mut Blocking,
+    /// The wake-up that brought the connection here reported it readable.
+    pub(crate) readable: bool,
 }
 
 /// What the loop should do with a connection after a step.
