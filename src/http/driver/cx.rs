@@ -155,8 +155,9 @@ pub(super) enum Readiness {
 pub(super) enum Began {
     /// The engine reported the stream readable, or cannot tell: read before waiting.
     Readable,
-    /// Something else (a pool's answer, a turn after a yield): with level-triggered waits, a
-    /// stream an earlier read left drained is waited on, not read again.
+    /// Something else (a pool's answer, a turn after a yield, a writable event, a deadline):
+    /// with level-triggered waits, a stream the last wait for input found drained is waited on,
+    /// not read again (except at shutdown).
     Otherwise,
 }
 
@@ -165,10 +166,11 @@ pub(super) enum Began {
 pub(super) enum Input {
     /// Bytes may be waiting: read before waiting for more.
     Unknown,
-    /// The last read found the stream drained (a short read or `WouldBlock`, waited on
-    /// level-triggered). A turn the engine began for something else than readability (a pool's
-    /// answer) waits instead of reading again: any byte that came since is reported by the
-    /// wait. (The reactor's pool dispatch read once more per request without this.)
+    /// The turn that last waited for input found the stream drained (a short read, or
+    /// `WouldBlock`), under level-triggered waits. A turn the engine began for something else
+    /// than readability (a pool's answer) waits instead of reading again: any byte that came
+    /// since is reported by the wait. (The reactor's pool dispatch read once more per request
+    /// without this.)
     Drained,
 }
 

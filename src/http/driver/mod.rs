@@ -107,6 +107,7 @@ pub(crate) struct Driver {
     due: HeadDue,
     /// The connection's peer, as far as trusting its forwarded headers goes.
     peer: Hop,
+    /// Whether the last wait for input found the stream drained.
     input: Input,
 }
 
@@ -195,8 +196,14 @@ impl Driver {
             Phase::Idle | Phase::Partial(_) | Phase::Busy(_) => {}
         }
         self.lend(cx.pools, cx.rules.response_rate);
-        // (`input` is only ever `Drained` under level-triggered waits.)
-        if cx.began == Began::Otherwise && self.input == Input::Drained && !io.buffered_input() {
+        // A turn no readable event began, on a stream the last read found drained, waits
+        // instead of reading; not at shutdown, whose pass reads what is already in the socket.
+        if cx.began == Began::Otherwise
+            && self.input == Input::Drained
+            && !cx.closing
+            && cx.readiness == Readiness::Level
+            && !io.buffered_input()
+        {
             cx.turn.drained = true;
         }
         loop {
