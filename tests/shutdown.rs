@@ -224,6 +224,58 @@ fn a_fresh_connection_gets_a_moment_for_its_first_request(engine: Engine) {
         .expect("shutdown within its deadline");
 }
 
+/// The reactor's shutdown pass drives every connection once, so that a request already in a
+/// socket is answered, told the connection closes, rather than dropped unread. Here it came on
+/// a connection whose last read had found the socket drained, while an inline handler held the
+/// one event loop, and shutdown began before the loop was let go. The driver does not read a
+/// drained stream again in a turn no readable event began; the shutdown pass is such a turn,
+/// and it reads.
+#[test]
+fn a_request_that_came_while_the_loop_was_held_is_answered_at_shutdown() {
+    let (tell_entered, entered) = channel();
+    let (release, released) = channel::<()>();
+    let (tell_entered, released) = (Mutex::new(tell_entered), Mutex::new(released));
+    let reactor = twinhttp::reactor::Reactor::builder()
+        .loops(1)
+        .dispatch(twinhttp::reactor::Dispatch::Inline)
+        .serve(
+            "127.0.0.1:0",
+            twinhttp::handler_fn(move |req| {
+                if req.path() == "/hold" {
+                    if let Ok(tx) = tell_entered.lock() {
+                        let _ = tx.send(());
+                    }
+                    if let Ok(rx) = released.lock() {
+                        let _ = rx.recv_timeout(Duration::from_secs(10));
+                    }
+                }
+                Response::text("ok")
+            }),
+        )
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    let mut drained = Client::new(addr);
+    let get = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_eq!(drained.roundtrip(get).status, 200);
+    let mut holder = Client::new(addr);
+    holder.send(b"GET /hold HTTP/1.1\r\nHost: t\r\n\r\n");
+    wait_entered(&entered, 1);
+    drained.send(get);
+    reactor.shutdown_handle().shutdown();
+    let _ = release.send(());
+    assert_eq!(holder.response().status, 200);
+    let r = drained.response();
+    assert_eq!(
+        (r.status, r.closes()),
+        (200, true),
+        "the request in the socket is answered"
+    );
+    assert!(drained.is_closed(), "and the connection closes");
+    reactor
+        .shutdown(Duration::from_secs(5))
+        .expect("shutdown within its deadline");
+}
+
 engine_tests!(
     a_fresh_connection_gets_a_moment_for_its_first_request,
     in_flight_finish_idle_close,
