@@ -100,6 +100,7 @@ impl Meter {
     }
 
     /// `n` bytes moved at `now`; the wait under way, if any, ends.
+    #[inline]
     pub(crate) fn moved(&mut self, now: Instant, n: usize) {
         if let Some(since) = self.waiting.take() {
             self.waited = self

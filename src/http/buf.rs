@@ -69,6 +69,7 @@ impl ReadBuf {
 
     /// Space to read into, making room by compacting and, when the unconsumed bytes already fill
     /// the buffer, growing it up to `cap` bytes. Empty when the buffer is full at `cap`.
+    #[inline]
     pub(crate) fn spare(&mut self, cap: usize) -> &mut [u8] {
         if self.end == self.buf.len() && self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
@@ -83,12 +84,14 @@ impl ReadBuf {
     }
 
     /// Records that `n` bytes were written into [`ReadBuf::spare`].
+    #[inline]
     pub(crate) fn filled_by(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.len());
     }
 
     /// Drops unconsumed bytes and brings the buffer back to the initial size: shrunk if a
     /// large head grew it, grown if it was [fitted](ReadBuf::fitted) to a small partial head.
+    #[inline]
     pub(crate) fn reset(&mut self) {
         self.start = 0;
         self.end = 0;

@@ -392,6 +392,7 @@ impl Conn {
 
     /// Writes a body known in full; a Content-Length body that does not match closes. Returns
     /// the body bytes sent.
+    #[inline]
     fn write_full_body(&mut self, encoder: &mut Encoder, body: &[u8], out: &mut Vec<u8>) -> usize {
         let sent = encoder.encode(body, out);
         if !encoder.finish(out) {

@@ -49,6 +49,7 @@ impl HeadDue {
 
     /// Bytes of a head came at `now`: an idle connection's head is due from its first byte; a
     /// first or started head keeps its deadline.
+    #[inline]
     pub(crate) fn bytes_came(self, now: Instant, header_read: Duration) -> HeadDue {
         match self {
             HeadDue::Idle(_) => HeadDue::Started(deadline::after(now, header_read)),

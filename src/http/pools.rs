@@ -101,6 +101,7 @@ impl Pools {
             self.reads.push(b);
         }
     }
+    #[inline]
     pub(crate) fn busy(&mut self) -> Box<Busy> {
         self.busy
             .pop()

@@ -80,6 +80,7 @@ impl Blocking {
 
 /// The coarse monotonic clock (updated every tick, read without a system call where the kernel
 /// offers it), as time since its epoch.
+#[inline]
 fn coarse_now() -> Duration {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let id = rustix::time::ClockId::MonotonicCoarse;

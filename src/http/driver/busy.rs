@@ -130,6 +130,7 @@ impl Busy {
 
     /// Readies a working set for the pool: buffers emptied (and brought back to their usual
     /// size if a large head or response grew them).
+    #[inline]
     pub(crate) fn recycle(&mut self) {
         self.read.reset();
         self.out.clear();
@@ -170,6 +171,7 @@ impl Busy {
 
     /// What a connection at rest keeps when its buffers go back: `None` when nothing is
     /// buffered, else its partial head (in a buffer about its size when it is small).
+    #[inline]
     pub(super) fn partial(&mut self, pools: &mut Pools) -> Option<ReadBuf> {
         if self.read.is_empty() {
             return None;
