@@ -65,50 +65,71 @@ impl Default for MinRate {
 /// One transfer measured against a [`MinRate`], sans-I/O: the engine says when it starts waiting
 /// on the peer and when bytes move; the meter says until when the wait may last.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Meter {
-    rate: Option<MinRate>,
+pub(crate) enum Meter {
+    /// No minimum rate.
+    Off,
+    /// The transfer has not had to wait on the peer yet. Bytes a socket took (or had) at once
+    /// earn no credit, so a client that stops reading after its socket buffers filled is cut at
+    /// the end of the grace period, not megabytes later.
+    Unhindered(MinRate),
+    /// The transfer waits on the peer, since `since`.
+    Waiting {
+        rate: MinRate,
+        since: Instant,
+        done: Progress,
+    },
+    /// The transfer has waited on the peer and does not wait now.
+    Moving { rate: MinRate, done: Progress },
+}
+
+/// What a transfer did once it first had to wait on the peer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Progress {
+    /// Bytes moved.
     bytes: u64,
     /// Time spent waiting on the peer, waits that ended.
     waited: Duration,
-    /// The wait under way: when it began.
-    waiting: Option<Instant>,
-    /// The transfer has had to wait on the peer: bytes count from then on. Bytes a socket took
-    /// (or had) at once earn no credit, so a client that stops reading after its socket buffers
-    /// filled is cut at the end of the grace period, not megabytes later.
-    blocked: bool,
 }
 
 impl Meter {
     /// A transfer that has moved nothing yet; `None`: no minimum.
+    #[inline]
     pub(crate) fn new(rate: Option<MinRate>) -> Self {
-        Meter {
-            rate,
-            bytes: 0,
-            waited: Duration::ZERO,
-            waiting: None,
-            blocked: false,
+        match rate {
+            Some(rate) => Meter::Unhindered(rate),
+            None => Meter::Off,
         }
     }
 
     /// The transfer waits on the peer from `now` (or from when the wait under way began): when
     /// it falls below the rate if nothing moves. `None`: never.
     pub(crate) fn deadline(&mut self, now: Instant) -> Option<Instant> {
-        let allowance = self.rate?.allowance(self.bytes)?;
-        self.blocked = true;
-        let since = *self.waiting.get_or_insert(now);
-        deadline::after(since, allowance.saturating_sub(self.waited))
+        let (rate, since, done) = match *self {
+            Meter::Off => return None,
+            Meter::Unhindered(rate) => (rate, now, Progress::default()),
+            Meter::Waiting { rate, since, done } => (rate, since, done),
+            Meter::Moving { rate, done } => (rate, now, done),
+        };
+        let allowance = rate.allowance(done.bytes)?;
+        *self = Meter::Waiting { rate, since, done };
+        deadline::after(since, allowance.saturating_sub(done.waited))
     }
 
     /// `n` bytes moved at `now`; the wait under way, if any, ends.
     #[inline]
     pub(crate) fn moved(&mut self, now: Instant, n: usize) {
-        if let Some(since) = self.waiting.take() {
-            self.waited = self
-                .waited
-                .saturating_add(now.saturating_duration_since(since));
-        }
-        if self.blocked {
-            self.bytes = self.bytes.saturating_add(n as u64);
+        match self {
+            Meter::Off | Meter::Unhindered(_) => {}
+            Meter::Waiting { rate, since, done } => {
+                let done = Progress {
+                    bytes: done.bytes.saturating_add(n as u64),
+                    waited: done
+                        .waited
+                        .saturating_add(now.saturating_duration_since(*since)),
+                };
+                *self = Meter::Moving { rate: *rate, done };
+            }
+            Meter::Moving { done, .. } => done.bytes = done.bytes.saturating_add(n as u64),
         }
     }
 }

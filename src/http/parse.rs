@@ -107,8 +107,7 @@ pub(crate) fn parse_head(
     head.buf.extend_from_slice(&buf[..len]);
     let base = buf.as_ptr() as usize;
     let span = |s: &[u8]| Span::of(s.as_ptr() as usize - base, s.len());
-    head.method = span(method.as_bytes());
-    head.target = span(target.as_bytes());
+    head.set_line(method, target);
     head.version = version;
 
     let mut rules = FramingRules::default();

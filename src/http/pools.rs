@@ -123,7 +123,7 @@ impl Pools {
             .unwrap_or_default()
     }
     pub(crate) fn give_head(&mut self, h: Box<RequestHead>) {
-        if h.buf.capacity() > 64 * 1024 {
+        if !h.worth_keeping() {
             return;
         }
         match &self.shared {

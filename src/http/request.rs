@@ -68,14 +68,21 @@ impl Span {
     }
 }
 
+/// The most head storage kept for another request, in bytes.
+const MAX_KEPT_HEAD: usize = 64 * 1024;
+
 /// A parsed request head, owned, with its bytes copied out of the read buffer so the buffer can be
 /// reused for the body. Engines keep one per connection slot and reuse it: no allocation per
 /// request once warm.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RequestHead {
+    /// The head's bytes, which the field spans index.
     pub(crate) buf: Vec<u8>,
-    pub(crate) method: Span,
-    pub(crate) target: Span,
+    /// The method, then the target, as text: httparse checked both (a token, and UTF-8), so
+    /// their accessors need no check of their own on every call.
+    pub(crate) line: String,
+    /// Where the method ends in `line`.
+    pub(crate) method_end: usize,
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Span, Span)>,
     pub(crate) body: BodyFraming,
@@ -95,6 +102,8 @@ impl RequestHead {
 
     pub(crate) fn clear(&mut self) {
         self.buf.clear();
+        self.line.clear();
+        self.method_end = 0;
         self.headers.clear();
         self.body = BodyFraming::Empty;
         self.conn_close = false;
@@ -103,21 +112,30 @@ impl RequestHead {
         self.expect_continue = false;
     }
 
-    fn str(&self, span: Span) -> &str {
-        // httparse checked method and target are tokens / visible ASCII.
-        std::str::from_utf8(span.get(&self.buf)).unwrap_or("")
+    /// Sets the request line's method and target.
+    pub(crate) fn set_line(&mut self, method: &str, target: &str) {
+        self.line.clear();
+        self.line.push_str(method);
+        self.line.push_str(target);
+        self.method_end = method.len();
     }
 
     pub(crate) fn method(&self) -> &str {
-        self.str(self.method)
+        self.line.get(..self.method_end).unwrap_or("")
     }
 
     pub(crate) fn is_head(&self) -> bool {
-        self.method.get(&self.buf) == b"HEAD"
+        self.method() == "HEAD"
     }
 
     pub(crate) fn target(&self) -> &str {
-        self.str(self.target)
+        self.line.get(self.method_end..).unwrap_or("")
+    }
+
+    /// Whether its storage is of a size worth keeping for another request (one grown large by
+    /// a big head is let go).
+    pub(crate) fn worth_keeping(&self) -> bool {
+        self.buf.capacity().saturating_add(self.line.capacity()) <= MAX_KEPT_HEAD
     }
 
     /// The target without scheme and authority when it is in absolute-form
@@ -183,7 +201,13 @@ impl RequestHead {
     pub(crate) fn headers_raw(&self) -> impl DoubleEndedIterator<Item = (&str, &[u8])> {
         self.headers
             .iter()
-            .map(|&(n, v)| (self.str(n), v.get(&self.buf)))
+            // httparse checked a field name is a token, so it is ASCII.
+            .map(|&(n, v)| {
+                (
+                    std::str::from_utf8(n.get(&self.buf)).unwrap_or(""),
+                    v.get(&self.buf),
+                )
+            })
     }
 
     /// The head of `raw`, which must be one whole request head (for unit tests).
@@ -569,5 +593,49 @@ mod tests {
             );
             assert_eq!((head.path(), head.query()), (*path, *query), "{target}");
         }
+    }
+
+    #[test]
+    fn a_reused_head_holds_only_its_last_request_line_and_a_grown_one_is_let_go() {
+        let limits = Limits {
+            max_target_bytes: 60 * 1024,
+            max_head_bytes: 100 * 1024,
+            ..Limits::default()
+        };
+        let long = format!("/{}", "a".repeat(40 * 1024));
+        let mut head = RequestHead::default();
+        let requests = [
+            ("PATCH", long.as_str()),
+            ("GET", "/"),
+            ("OPTIONS", "*"),
+            ("DELETE", "/x?y"),
+        ];
+        for (method, target) in requests {
+            let raw = format!("{method} {target} HTTP/1.1\r\nHost: h\r\nX-Long: {long}\r\n\r\n");
+            assert!(matches!(
+                parse_head(raw.as_bytes(), &limits, &mut head),
+                Ok(Some(_))
+            ));
+            assert_eq!((head.method(), head.target()), (method, target));
+            assert_eq!(head.is_head(), method == "HEAD");
+        }
+        // 40 KiB of target and 80 KiB of head are past the 64 KiB worth keeping.
+        assert!(!head.worth_keeping());
+        // So is a head of 40 KiB whose request line is kept beside it.
+        let mut grown = RequestHead::default();
+        let raw = format!("GET {long} HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(matches!(
+            parse_head(raw.as_bytes(), &limits, &mut grown),
+            Ok(Some(_))
+        ));
+        assert!(grown.buf.capacity() < 64 * 1024);
+        assert!(!grown.worth_keeping());
+        let mut small = RequestHead::default();
+        assert!(matches!(
+            parse_head(b"HEAD /a HTTP/1.1\r\nHost: h\r\n\r\n", &limits, &mut small),
+            Ok(Some(_))
+        ));
+        assert!(small.is_head());
+        assert!(small.worth_keeping());
     }
 }

@@ -24,9 +24,6 @@ use crate::upgraded::Upgraded;
 /// The capacity a write buffer starts with.
 const WRITE_BUF: usize = 16 * 1024;
 
-/// A head's storage that grew past this is not kept for the next request.
-const MAX_KEPT_HEAD: usize = 64 * 1024;
-
 /// A write buffer that grew past this is not kept for the next exchange.
 const MAX_POOLED_WRITE: usize = 256 * 1024;
 
@@ -186,7 +183,7 @@ impl Busy {
     /// head, goes to the pool, which keeps only those of the usual size).
     pub(super) fn keep_head(&mut self, head: Box<RequestHead>, pools: &mut Pools) {
         match self.head {
-            None if head.buf.capacity() <= MAX_KEPT_HEAD => self.head = Some(head),
+            None if head.worth_keeping() => self.head = Some(head),
             _ => pools.give_head(head),
         }
     }
