@@ -80,9 +80,9 @@ pub(crate) struct RequestHead {
     pub(crate) buf: Vec<u8>,
     /// The method, then the target, as text: httparse checked both (a token, and UTF-8), so
     /// their accessors need no check of their own on every call.
-    pub(crate) line: String,
+    line: String,
     /// Where the method ends in `line`.
-    pub(crate) method_end: usize,
+    method_end: usize,
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Span, Span)>,
     pub(crate) body: BodyFraming,
@@ -637,5 +637,14 @@ mod tests {
         ));
         assert!(small.is_head());
         assert!(small.worth_keeping());
+        // A refusal after the request line leaves that line for the access log; one in the
+        // request line leaves none (nothing of the request before it either).
+        let refused = b"POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n";
+        assert!(parse_head(refused, &limits, &mut small).is_err());
+        assert!(small.has_line());
+        assert_eq!((small.method(), small.target()), ("POST", "/r"));
+        assert!(parse_head(b"G@T / HTTP/1.1\r\nHost: h\r\n\r\n", &limits, &mut small).is_err());
+        assert!(!small.has_line());
+        assert_eq!((small.method(), small.target()), ("", ""));
     }
 }
