@@ -328,8 +328,15 @@ impl Conn {
             return self.write_switch(head, resp, body_in_sync, closing, out);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
-        let sent = match resp.into_body().kind {
-            BodyKind::Static(b) => self.write_full_body(&mut encoder, b, out),
+        let kind = resp.into_body().kind;
+        let sent = match kind {
+            BodyKind::Static(b) => {
+                let sent = self.write_full_body(&mut encoder, b, out);
+                // A `&'static` body holds nothing to drop: forgotten, it skips the enum's drop
+                // glue (an out-of-line call once a response).
+                std::mem::forget(kind);
+                sent
+            }
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
             _ if encoder == Encoder::Skip => 0,
             BodyKind::Session(takeover) => {

@@ -88,6 +88,7 @@ pub(crate) fn run<H: Handler>(
                 peer,
             } => {
                 let answered = answer(handler, &head, &mut body, peer.as_ref(), counters);
+                body.release();
                 reply.push(Done::Http {
                     key,
                     id,

@@ -199,6 +199,7 @@ fn visit<H: Handler>(
             }
             _ => answer(&shared.handler, &head, &mut body, s.peer, counters),
         };
+        body.release();
         // Shutdown may have begun while the handler ran: its response is then the last.
         cx.now = Instant::now();
         cx.closing = shared.control.is_shutting_down();

@@ -43,6 +43,7 @@ impl Connection {
                         let answered =
                             answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
                         cx.blocking.returned(started, &head, cx.counters);
+                        body.release();
                         driver.answer(head, answered, &mut turn);
                     }
                 },
