@@ -6,7 +6,7 @@ use crate::handler::answer;
 use crate::http::access::Logging;
 use crate::http::body::Decoder;
 use crate::http::driver::script::Scripted;
-use crate::http::driver::{Action, Cx, Driver, Rules};
+use crate::http::driver::{self, Action, Cx, Driver, Rules};
 use crate::http::parse::parse_head;
 use crate::http::pools::Pools;
 use crate::http::request::{BodyFraming, RequestHead};
@@ -115,15 +115,10 @@ impl Pipeline {
         let mut answered = 0;
         loop {
             match self.driver.drive(&mut self.io, &mut cx) {
-                Action::Run(mut request) => {
-                    let given = answer(
-                        handler,
-                        &request.head,
-                        &mut request.body,
-                        None,
-                        &self.counters,
-                    );
-                    self.driver.answer(request.head, given, &mut cx);
+                Action::Run(driver::Request { head, mut body }) => {
+                    let given = answer(handler, &head, &mut body, None, &self.counters);
+                    body.release();
+                    self.driver.answer(head, given, &mut cx);
                     answered += 1;
                 }
                 Action::Yield | Action::Produce => cx = cx.next_turn(),

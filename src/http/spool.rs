@@ -152,7 +152,7 @@ pub(crate) enum Received {
 }
 
 impl Received {
-    /// The exchange is over: the body goes. One that holds nothing (`Empty`, `Streamed`, every
+    /// The handler has returned: the body goes. One that holds nothing (`Empty`, `Streamed`, every
     /// bodyless request's) is forgotten, which leaks nothing and skips the enum's drop glue, an
     /// out-of-line call once a request.
     #[inline]
