@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::handler::answer;
 use crate::http::access::Logging;
 use crate::http::body::Decoder;
+use crate::http::date::DateLine;
 use crate::http::driver::script::Scripted;
 use crate::http::driver::{self, Action, Cx, Driver, Rules};
 use crate::http::parse::parse_head;
@@ -76,6 +77,7 @@ pub struct Pipeline {
     pools: Pools,
     rules: Rules,
     counters: Counters,
+    date: DateLine,
 }
 
 impl Default for Pipeline {
@@ -95,6 +97,7 @@ impl Default for Pipeline {
             pools: Pools::default(),
             rules,
             counters: Counters::default(),
+            date: DateLine::new(),
         }
     }
 }
@@ -110,6 +113,7 @@ impl Pipeline {
             &mut self.pools,
             &self.counters,
             Instant::now(),
+            &mut self.date,
             false,
         );
         let mut answered = 0;

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use crate::http::access::Logging;
 use crate::http::conn::Answer;
-use crate::http::driver::script::{Recorded, Scripted, Seen};
-use crate::http::driver::{Action, Cx, Driver, Request, Rules};
+use crate::http::date::DateLine;
+use crate::http::driver::script::{Recorded, Scripted, Seen, harness_cx};
+use crate::http::driver::{Action, Driver, Request, Rules};
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::Version;
@@ -127,6 +128,7 @@ struct Run<'a> {
     refusals_seen: usize,
     closing: bool,
     now: Instant,
+    date: DateLine,
     /// The deadline of the driver's last wait.
     until: Option<Instant>,
     flow: Flow,
@@ -184,6 +186,7 @@ impl<'a> Run<'a> {
             refusals_seen: 0,
             closing: false,
             now,
+            date: DateLine::new(),
             flow: Flow::Open,
         }
     }
@@ -233,13 +236,7 @@ impl<'a> Run<'a> {
         // On the thread-pool engine a worker has the connection from its first request on.
         let mut worker = false;
         loop {
-            let cx = Cx::new(
-                &self.rules,
-                &mut self.pools,
-                &self.tally,
-                self.now,
-                self.closing,
-            );
+            let cx = harness_cx!(self, self.closing);
             let mut cx = match (self.shape, worker) {
                 (Shape::Loop, _) => cx,
                 (Shape::Parker, false) => cx.edge_triggered().without_producers(),
@@ -266,7 +263,7 @@ impl<'a> Run<'a> {
         if self.flow == Flow::Closed {
             return;
         }
-        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        let mut cx = harness_cx!(self, false);
         let answers = self.driver.expire(&mut cx);
         let refusals = self.tally.refusals.borrow().len();
         if answers {
@@ -352,13 +349,7 @@ impl<'a> Run<'a> {
             body: given.filter(|_| !seen.is_head),
         });
         let answer = answer(outcome, body);
-        let mut cx = Cx::new(
-            &self.rules,
-            &mut self.pools,
-            &self.tally,
-            self.now,
-            self.closing,
-        );
+        let mut cx = harness_cx!(self, self.closing);
         self.driver.answer(head, answer, &mut cx);
         // An upgrade the request does not allow is refused with an error instead.
         let refusals = self.tally.refusals.borrow()[self.refusals_seen..].to_vec();

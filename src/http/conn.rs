@@ -8,7 +8,7 @@ use crate::http::access::{AccessLog, Logging};
 use crate::http::address::Address;
 use crate::http::body::{self, Decoder};
 use crate::http::buf::ReadBuf;
-use crate::http::date::append_date_line;
+use crate::http::date::DateLine;
 use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
@@ -226,6 +226,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
+        date: &DateLine,
     ) -> Encoder {
         // A 1xx is interim and cannot end an exchange (upgrades have their own path): a handler
         // returning one gets a 500 rather than a response the client would misframe.
@@ -256,7 +257,7 @@ impl Conn {
             .other_fields()
             .any(|(n, _)| n.eq_ignore_ascii_case("date"))
         {
-            append_date_line(out);
+            date.append(out);
         }
         // `Content-Type` is held apart: written without the checks below, and without any
         // when it is one of the crate's own.
@@ -319,15 +320,16 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
+        date: &DateLine,
     ) -> After {
         let (resp, closing) = match answer {
             Answer::Returned(resp) => (resp, closing),
             Answer::Panicked => (Response::new(500), true),
         };
         if matches!(resp.body().kind, BodyKind::Switch(_)) {
-            return self.write_switch(head, resp, body_in_sync, closing, out);
+            return self.write_switch(head, resp, body_in_sync, closing, out, date);
         }
-        let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out);
+        let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out, date);
         let kind = resp.into_body().kind;
         let sent = match kind {
             BodyKind::Static(b) => {
@@ -364,6 +366,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
+        date: &DateLine,
     ) -> After {
         let refusal = if closing {
             Some(503)
@@ -375,7 +378,7 @@ impl Conn {
             None
         };
         if let Some(status) = refusal {
-            return After::Refused(self.write_error(status, out));
+            return After::Refused(self.write_error(status, out, date));
         }
         let BodyKind::Switch(switch) = resp.take_body().kind else {
             return After::Done;
@@ -433,7 +436,12 @@ impl Conn {
     /// its reason, is returned for the engine to count. A connection that sent nothing of its
     /// next request just closes (`None`).
     #[must_use = "a refusal is counted by the engine"]
-    pub(crate) fn request_timed_out(&mut self, late: Late, out: &mut Vec<u8>) -> Option<Refusal> {
+    pub(crate) fn request_timed_out(
+        &mut self,
+        late: Late,
+        out: &mut Vec<u8>,
+        date: &DateLine,
+    ) -> Option<Refusal> {
         let why = match late {
             Late::Idle => {
                 self.state = State::Closing(Close::Now);
@@ -442,23 +450,28 @@ impl Conn {
             Late::Head => Refusal::HeaderTimeout,
             Late::Body => Refusal::TooSlow,
         };
-        self.error_response(408, out);
+        self.error_response(408, out, date);
         Some(why)
     }
 
     /// Writes a complete error response that closes the connection, lingering: the client may
     /// still be sending the request that failed. Returns the refusal, for the engine to count.
     #[must_use = "a refusal is counted by the engine"]
-    pub(crate) fn write_error(&mut self, status: u16, out: &mut Vec<u8>) -> Refusal {
-        self.error_response(status, out);
+    pub(crate) fn write_error(
+        &mut self,
+        status: u16,
+        out: &mut Vec<u8>,
+        date: &DateLine,
+    ) -> Refusal {
+        self.error_response(status, out, date);
         Refusal::Status(status)
     }
 
-    fn error_response(&mut self, status: u16, out: &mut Vec<u8>) {
+    fn error_response(&mut self, status: u16, out: &mut Vec<u8>, date: &DateLine) {
         self.state = State::Closing(Close::Linger);
         let text = reason(status);
         status_line(out, status);
-        append_date_line(out);
+        date.append(out);
         if status == 503 {
             // What the engine refuses with 503 (no room to keep a body, a session at
             // shutdown) is worth trying again soon.
@@ -528,7 +541,14 @@ mod tests {
         let dec = conn.recv_head(&mut buf, &mut head, &Limits::default());
         assert!(matches!(dec, Ok(Some(_))), "{dec:?}");
         let mut out = Vec::new();
-        conn.write_response(&head, Answer::Returned(resp), true, false, &mut out);
+        conn.write_response(
+            &head,
+            Answer::Returned(resp),
+            true,
+            false,
+            &mut out,
+            &DateLine::new(),
+        );
         (String::from_utf8_lossy(&out).into_owned(), conn.state())
     }
 
@@ -658,7 +678,14 @@ mod tests {
         let mut conn = Conn::default();
         let _ = conn.recv_head(&mut buf, &mut head, &Limits::default());
         let mut out = Vec::new();
-        conn.write_head(&head, &Response::new(200), false, false, &mut out);
+        conn.write_head(
+            &head,
+            &Response::new(200),
+            false,
+            false,
+            &mut out,
+            &DateLine::new(),
+        );
         assert_eq!(conn.state(), State::Closing(Close::Linger));
         assert!(String::from_utf8_lossy(&out).contains("Connection: close\r\n"));
     }
@@ -667,7 +694,10 @@ mod tests {
     fn error_response_closes() {
         let mut conn = Conn::default();
         let mut out = Vec::new();
-        assert_eq!(conn.write_error(431, &mut out), Refusal::Status(431));
+        assert_eq!(
+            conn.write_error(431, &mut out, &DateLine::new()),
+            Refusal::Status(431)
+        );
         let s = String::from_utf8_lossy(&out);
         assert!(
             s.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),

@@ -38,21 +38,24 @@ impl Blocking {
         self.threshold.map(|_| coarse_now())
     }
 
-    /// The call for `head`'s request that began at `started` returned.
+    /// The call for `head`'s request that began at `started` returned. True when it held the
+    /// loop past the threshold.
     #[inline]
     pub(crate) fn returned(
         &mut self,
         started: Option<Duration>,
         head: &RequestHead,
         counters: &Counters,
-    ) {
+    ) -> bool {
         let (Some(started), Some(threshold)) = (started, self.threshold) else {
-            return;
+            return false;
         };
         let held = coarse_now().saturating_sub(started);
         if held > threshold {
             self.held_too_long(held, head, counters);
+            return true;
         }
+        false
     }
 
     #[cold]

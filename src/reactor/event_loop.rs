@@ -14,6 +14,7 @@ use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
 use crate::Handler;
 use crate::engine::{Control, OpenGuard, wait_events};
+use crate::http::date::DateLine;
 use crate::http::driver::{Driver, Rules};
 use crate::http::pools::Pools;
 use crate::net::acceptor::{self, Admission};
@@ -78,6 +79,8 @@ pub(crate) struct EventLoop<H> {
     index: usize,
     /// Times inline handler calls (off with pool dispatch).
     blocking: Blocking,
+    /// The `Date` line of the loop's responses.
+    date: DateLine,
 }
 
 impl<H: Handler> EventLoop<H> {
@@ -126,6 +129,7 @@ impl<H: Handler> EventLoop<H> {
             stopping: false,
             index: parts.index,
             blocking,
+            date: DateLine::new(),
         })
     }
 
@@ -210,6 +214,7 @@ impl<H: Handler> EventLoop<H> {
                 wakes: &self.wakes,
                 counters: &self.control.counters,
                 blocking: &mut self.blocking,
+                date: &mut self.date,
                 readable,
             },
             &mut self.conns,
@@ -355,7 +360,13 @@ impl<H: Handler> EventLoop<H> {
                 if self.timers.fired(key, &mut conn.due, at, now) == Fired::Moved {
                     continue;
                 }
-                if conn.expire(&mut self.pools, now, &self.rules, &self.control.counters) {
+                if conn.expire(
+                    &mut self.pools,
+                    now,
+                    &mut self.date,
+                    &self.rules,
+                    &self.control.counters,
+                ) {
                     self.ready(key, now, false);
                     continue;
                 }

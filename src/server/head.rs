@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use super::connection::{Connection, Held};
+use crate::http::date::DateLine;
 use crate::http::driver::{Action, Cx, Rules};
 use crate::http::pools::Pools;
 use crate::stats::Counters;
@@ -17,6 +18,8 @@ use crate::stats::Counters;
 pub(crate) struct Drives {
     pub(crate) rules: Rules,
     pub(crate) pools: Pools,
+    /// The `Date` line of the responses the parker writes (refusals, `408`s).
+    pub(crate) date: DateLine,
 }
 
 /// What driving a parked connection came to.
@@ -44,9 +47,16 @@ pub(crate) fn drive(
     if !matches!(held, Held::Socket { .. }) {
         return Outcome::Ready(conn);
     }
-    let mut turn = Cx::new(&cx.rules, &mut cx.pools, counters, now, closing)
-        .edge_triggered()
-        .without_producers();
+    let mut turn = Cx::new(
+        &cx.rules,
+        &mut cx.pools,
+        counters,
+        now,
+        &mut cx.date,
+        closing,
+    )
+    .edge_triggered()
+    .without_producers();
     *held = match driver.drive(stream, &mut turn) {
         Action::Run(request) => Held::Request(request),
         Action::Wait { write, until, .. } => {
@@ -71,7 +81,7 @@ pub(crate) fn expire(
     let Some((_, driver, _)) = conn.http() else {
         return Outcome::Ready(conn);
     };
-    let mut turn = Cx::new(&cx.rules, &mut cx.pools, counters, now, false);
+    let mut turn = Cx::new(&cx.rules, &mut cx.pools, counters, now, &mut cx.date, false);
     match driver.expire(&mut turn) {
         true => drive(conn, cx, counters, now, false),
         false => Outcome::Close,

@@ -24,6 +24,7 @@ use super::backlog::Backlog;
 use super::connection::{Connection, Job};
 use super::head::{self, Drives, Outcome};
 use crate::engine::{Control, wait_events};
+use crate::http::date::DateLine;
 use crate::http::driver::Rules;
 use crate::http::pools::{self, Pools};
 use crate::http::session::Wake;
@@ -449,6 +450,7 @@ impl Parker {
         let mut drives = Drives {
             rules: self.rules.clone(),
             pools: Pools::sharing(PARKER_KEEPS, self.pools.clone()),
+            date: DateLine::new(),
         };
         let counters = &self.control.counters;
         // Set when shutdown has just run every parked connection once: look again at once

@@ -22,6 +22,7 @@ use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
 use crate::handler::answer;
+use crate::http::date::DateLine;
 use crate::http::driver::{Action, Cx, Handover, Request, Rules};
 use crate::http::pools::{self, Pools};
 use crate::http::session::Start;
@@ -64,6 +65,7 @@ enum Waits {
 
 pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
     let mut pools = Pools::sharing(WORKER_KEEPS, shared.pools.clone());
+    let mut date = DateLine::new();
     let waits = match shared.parker {
         Some(_) => Waits::Park,
         None => Waits::Block,
@@ -76,7 +78,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
         while let Some((conn, waits)) = next.take() {
             let kept = match &conn.phase {
                 Phase::Session(_) => session::drive(shared, conn, &mut pools),
-                Phase::Http { .. } => serve(shared, conn, &mut pools, waits),
+                Phase::Http { .. } => serve(shared, conn, &mut pools, &mut date, waits),
             };
             let (Some(kept), Some(parker)) = (kept, &shared.parker) else {
                 continue;
@@ -125,10 +127,11 @@ fn serve<H: Handler>(
     shared: &Shared<H>,
     mut conn: Connection,
     pools: &mut Pools,
+    date: &mut DateLine,
     waits: Waits,
 ) -> Option<Connection> {
     loop {
-        match visit(shared, &mut conn, pools, waits)? {
+        match visit(shared, &mut conn, pools, date, waits)? {
             Stop::Wait { read, write, until } => {
                 if let Some(s) = conn.serving() {
                     *s.held = Held::Socket { write, until };
@@ -137,7 +140,7 @@ fn serve<H: Handler>(
                     Waits::Park if stays(shared, &mut conn, read, write) => {}
                     Waits::Park => return Some(conn),
                     Waits::Block => {
-                        if !wait_on_socket(shared, &mut conn, pools, write, until) {
+                        if !wait_on_socket(shared, &mut conn, pools, date, write, until) {
                             return None;
                         }
                     }
@@ -159,12 +162,20 @@ fn visit<H: Handler>(
     shared: &Shared<H>,
     conn: &mut Connection,
     pools: &mut Pools,
+    date: &mut DateLine,
     waits: Waits,
 ) -> Option<Stop> {
     let counters = &shared.control.counters;
     let s = conn.serving()?;
     let closing = shared.control.is_shutting_down();
-    let cx = Cx::new(&shared.rules, pools, counters, Instant::now(), closing);
+    let cx = Cx::new(
+        &shared.rules,
+        pools,
+        counters,
+        Instant::now(),
+        date,
+        closing,
+    );
     let mut cx = match waits {
         // The parker's registration is edge-triggered.
         Waits::Park => cx.edge_triggered(),
@@ -201,7 +212,7 @@ fn visit<H: Handler>(
         };
         body.release();
         // Shutdown may have begun while the handler ran: its response is then the last.
-        cx.now = Instant::now();
+        cx.moved_to(Instant::now());
         cx.closing = shared.control.is_shutting_down();
         s.driver.answer(head, answered, &mut cx);
     }
@@ -227,6 +238,7 @@ fn wait_on_socket<H>(
     shared: &Shared<H>,
     conn: &mut Connection,
     pools: &mut Pools,
+    date: &mut DateLine,
     write: bool,
     until: Option<Instant>,
 ) -> bool {
@@ -255,7 +267,7 @@ fn wait_on_socket<H>(
             let Some((_, driver, _)) = conn.http() else {
                 return false;
             };
-            let mut cx = Cx::new(&shared.rules, pools, counters, Instant::now(), false);
+            let mut cx = Cx::new(&shared.rules, pools, counters, Instant::now(), date, false);
             driver.expire(&mut cx)
         }
         // A fresh connection is driven again, its wait now shortened for the shutdown.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::MinRate;
 use crate::http::budget::Budget;
+use crate::http::date::DateLine;
 use crate::http::origin::Relay;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
@@ -123,6 +124,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) pools: &'a mut Pools,
     pub(crate) tally: &'a dyn Tally,
     pub(crate) now: Instant,
+    /// The engine thread's `Date` line, brought up to `now`.
+    pub(crate) date: &'a mut DateLine,
     /// Shutdown: the response under way is the last.
     pub(crate) closing: bool,
     /// How the engine waits for the stream.
@@ -191,18 +194,22 @@ pub(super) const FILE_BYTES_PER_TURN: usize = 1 << 20;
 
 impl<'a> Cx<'a> {
     /// One turn of a connection.
+    #[inline]
     pub(crate) fn new(
         rules: &'a Rules,
         pools: &'a mut Pools,
         tally: &'a dyn Tally,
         now: Instant,
+        date: &'a mut DateLine,
         closing: bool,
     ) -> Self {
+        date.refresh(now);
         Cx {
             rules,
             pools,
             tally,
             now,
+            date,
             closing,
             readiness: Readiness::Level,
             began: Began::Readable,
@@ -213,6 +220,13 @@ impl<'a> Cx<'a> {
                 file_bytes: 0,
             },
         }
+    }
+
+    /// Time moved on within the turn (a handler ran long): deadlines set from here on, and the
+    /// responses' `Date`, are of `now`.
+    pub(crate) fn moved_to(&mut self, now: Instant) {
+        self.now = now;
+        self.date.refresh(now);
     }
 
     /// The same connection's next turn, after a yield.

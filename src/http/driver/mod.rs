@@ -309,7 +309,8 @@ impl Driver {
                 // framing longer than the buffer (a chunk line), which cannot be read on.
                 Fill::Full => {
                     if let Phase::Busy(busy) = &mut self.phase {
-                        cx.tally.refused(self.conn.write_error(400, &mut busy.out));
+                        cx.tally
+                            .refused(self.conn.write_error(400, &mut busy.out, cx.date));
                     }
                 }
             }
@@ -337,17 +338,21 @@ impl Driver {
         let after = match body {
             BodyEnd::Complete => {
                 self.conn
-                    .write_response(&head, answer, true, cx.closing, &mut busy.out)
+                    .write_response(&head, answer, true, cx.closing, &mut busy.out, cx.date)
             }
             // Left unread: the response closes the connection.
             BodyEnd::Open => {
                 self.conn
-                    .write_response(&head, answer, false, cx.closing, &mut busy.out)
+                    .write_response(&head, answer, false, cx.closing, &mut busy.out, cx.date)
             }
             // The body failed: its failure is the answer.
-            BodyEnd::Failed(status) => After::Refused(self.conn.write_error(status, &mut busy.out)),
+            BodyEnd::Failed(status) => {
+                After::Refused(self.conn.write_error(status, &mut busy.out, cx.date))
+            }
             BodyEnd::TooSlow => {
-                let why = self.conn.request_timed_out(Late::Body, &mut busy.out);
+                let why = self
+                    .conn
+                    .request_timed_out(Late::Body, &mut busy.out, cx.date);
                 After::Refused(why.unwrap_or(Refusal::TooSlow))
             }
             BodyEnd::Broken => {
@@ -402,7 +407,7 @@ impl Driver {
                 Phase::Busy(busy) => &mut busy.out,
                 _ => &mut none,
             };
-            if let Some(why) = self.conn.request_timed_out(late, out) {
+            if let Some(why) = self.conn.request_timed_out(late, out, cx.date) {
                 cx.tally.refused(why);
                 return true;
             }
@@ -485,7 +490,7 @@ impl Driver {
                     Err(e) => {
                         busy.keep_head(head, cx.pools);
                         cx.tally
-                            .refused(self.conn.write_error(e.status(), &mut busy.out));
+                            .refused(self.conn.write_error(e.status(), &mut busy.out, cx.date));
                         Step::Progress
                     }
                     Ok(Some(decoder)) => {
@@ -512,7 +517,7 @@ impl Driver {
                         // turned away to try again soon.
                         if cx.tally.budget().is_spent() {
                             busy.keep_head(head, cx.pools);
-                            let _counted_below = self.conn.write_error(503, &mut busy.out);
+                            let _counted_below = self.conn.write_error(503, &mut busy.out, cx.date);
                             cx.tally.refused(Refusal::BodyOverBudget);
                             return Step::Progress;
                         }
@@ -539,7 +544,7 @@ impl Driver {
                 match decoder.decode(input, usize::MAX) {
                     Err(e) => {
                         cx.tally
-                            .refused(self.conn.write_error(e.status(), &mut busy.out));
+                            .refused(self.conn.write_error(e.status(), &mut busy.out, cx.date));
                         Step::Progress
                     }
                     Ok(d) => {
@@ -554,7 +559,8 @@ impl Driver {
                             log::error!(
                                 "a request body could not be kept in a temporary file: {e}"
                             );
-                            cx.tally.refused(self.conn.write_error(503, &mut busy.out));
+                            cx.tally
+                                .refused(self.conn.write_error(503, &mut busy.out, cx.date));
                             return Step::Progress;
                         }
                         if !decoder.is_done() {
@@ -575,7 +581,11 @@ impl Driver {
                                     "a request body could not be read back from its temporary file: {e}"
                                 );
                                 busy.keep_head(head, cx.pools);
-                                cx.tally.refused(self.conn.write_error(503, &mut busy.out));
+                                cx.tally.refused(self.conn.write_error(
+                                    503,
+                                    &mut busy.out,
+                                    cx.date,
+                                ));
                                 Step::Progress
                             }
                         }

@@ -11,6 +11,22 @@ use crate::http::budget::Budget;
 use crate::http::refusal::Refusal;
 use crate::http::request::{RequestHead, Version};
 
+/// A turn's [`Cx`](super::Cx) made from a harness's `rules`, `pools`, `tally`, `now` and `date`
+/// fields, each borrowed on its own, so that the harness's driver and stream stay free to use.
+macro_rules! harness_cx {
+    ($h:expr, $closing:expr) => {
+        $crate::http::driver::Cx::new(
+            &$h.rules,
+            &mut $h.pools,
+            &$h.tally,
+            $h.now,
+            &mut $h.date,
+            $closing,
+        )
+    };
+}
+pub(crate) use harness_cx;
+
 /// A non-blocking stream whose input and room are set by the test.
 #[derive(Debug, Default)]
 pub(crate) struct Scripted {

@@ -4,9 +4,10 @@ use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use super::cx::REQUEST_BUDGET;
-use super::script::{Recorded, Scripted};
+use super::script::{Recorded, Scripted, harness_cx};
 use super::*;
 use crate::http::access::Logging;
+use crate::http::date::DateLine;
 use crate::http::linger::LINGER_TIME;
 use crate::http::refusal::Refusal;
 use crate::limits::Limits;
@@ -37,6 +38,7 @@ struct Bench {
     rules: Rules,
     t0: Instant,
     now: Instant,
+    date: DateLine,
     closing: bool,
 }
 
@@ -51,6 +53,7 @@ impl Bench {
             rules: rules(),
             t0,
             now: t0,
+            date: DateLine::new(),
             closing: false,
         }
     }
@@ -62,13 +65,7 @@ impl Bench {
     /// One turn: drives until the driver waits, yields or closes, answering each request the
     /// way `answer` says. Returns the requests run and the action that ended the turn.
     fn turn(&mut self, mut answer: impl FnMut(&RequestHead, &[u8]) -> Answer) -> (usize, Action) {
-        let mut cx = Cx::new(
-            &self.rules,
-            &mut self.pools,
-            &self.tally,
-            self.now,
-            self.closing,
-        );
+        let mut cx = harness_cx!(self, self.closing);
         let mut ran = 0;
         loop {
             match self.driver.drive(&mut self.io, &mut cx) {
@@ -91,7 +88,7 @@ impl Bench {
     }
 
     fn expire(&mut self) -> bool {
-        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        let mut cx = harness_cx!(self, false);
         self.driver.expire(&mut cx)
     }
 
@@ -457,7 +454,7 @@ fn streaming() -> Bench {
 impl Bench {
     /// Drives until a request is ready for its handler, and gives it without answering.
     fn next_request(&mut self) -> Request {
-        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        let mut cx = harness_cx!(self, false);
         match self.driver.drive(&mut self.io, &mut cx) {
             Action::Run(request) => request,
             other => panic!("no request: {}", shown(&other)),
@@ -470,7 +467,7 @@ impl Bench {
 
     /// Gives the handler's answer, then drives on.
     fn answer_with(&mut self, head: Box<RequestHead>, response: Response) -> Action {
-        let mut cx = Cx::new(&self.rules, &mut self.pools, &self.tally, self.now, false);
+        let mut cx = harness_cx!(self, false);
         self.driver
             .answer(head, Answer::Returned(response), &mut cx);
         self.driver.drive(&mut self.io, &mut cx)
@@ -566,7 +563,7 @@ fn an_answer_turn_does_not_read_a_drained_stream_again() {
         let Request { head, .. } = b.next_request();
         let request_reads = b.io.reads - before;
         b.io.send(meanwhile);
-        let mut cx = Cx::new(&b.rules, &mut b.pools, &b.tally, b.now, b.closing);
+        let mut cx = harness_cx!(b, b.closing);
         cx.not_readable();
         b.driver
             .answer(head, Answer::Returned(Response::text("ok")), &mut cx);
@@ -598,7 +595,7 @@ fn an_answer_turn_does_not_read_a_drained_stream_again() {
     assert_eq!(exchange(&mut b, b""), (1, 0, waits));
     b.io.send(b"GET /3 HTTP/1.1\r\nHost: a\r\n\r\n");
     b.closing = true;
-    let mut cx = Cx::new(&b.rules, &mut b.pools, &b.tally, b.now, true);
+    let mut cx = harness_cx!(b, true);
     cx.not_readable();
     assert!(matches!(b.driver.drive(&mut b.io, &mut cx), Action::Run(_)));
 }

@@ -1,6 +1,8 @@
 //! A connection's HTTP exchanges on the loop: the core's driver decides, the loop carries it
 //! out (handlers run inline or go to the pool; a hand-over starts a session or detaches).
 
+use std::time::Instant;
+
 use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -20,7 +22,8 @@ impl Connection {
         let Phase::Http(driver) = &mut self.phase else {
             return Next::Close;
         };
-        let mut turn = driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.closing);
+        let mut turn =
+            driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing);
         if !cx.readable {
             turn.not_readable();
         }
@@ -42,7 +45,11 @@ impl Connection {
                         let started = cx.blocking.start();
                         let answered =
                             answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
-                        cx.blocking.returned(started, &head, cx.counters);
+                        if cx.blocking.returned(started, &head, cx.counters) {
+                            // It held the loop past the warning's threshold: the turn's time
+                            // moves on for this connection (its deadlines, its `Date`).
+                            turn.moved_to(Instant::now());
+                        }
                         body.release();
                         driver.answer(head, answered, &mut turn);
                     }
@@ -74,7 +81,7 @@ impl Connection {
             Phase::Http(driver) => driver.answer(
                 head,
                 answered,
-                &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.closing),
+                &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing),
             ),
             Phase::Session(_) | Phase::Detaching { .. } => cx.pools.give_head(head),
         }

@@ -15,6 +15,7 @@ use super::blocking::Blocking;
 use super::pool::PoolSender;
 use crate::Handler;
 use crate::engine::OpenGuard;
+use crate::http::date::DateLine;
 use crate::http::driver::{self, Driver, Rules};
 use crate::http::pools::Pools;
 use crate::http::session_driver::SessionDriver;
@@ -38,6 +39,8 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) counters: &'a Counters,
     /// Times inline handler calls, for the blocking warning.
     pub(crate) blocking: &'a mut Blocking,
+    /// The loop's `Date` line.
+    pub(crate) date: &'a mut DateLine,
     /// The wake-up that brought the connection here reported it readable.
     pub(crate) readable: bool,
 }
@@ -155,14 +158,15 @@ impl Connection {
         &mut self,
         pools: &mut Pools,
         now: Instant,
+        date: &mut DateLine,
         rules: &Rules,
         counters: &Counters,
     ) -> bool {
         match &mut self.phase {
             Phase::Session(_) => true,
-            Phase::Http(driver) => {
-                driver.expire(&mut driver::Cx::new(rules, pools, counters, now, false))
-            }
+            Phase::Http(driver) => driver.expire(&mut driver::Cx::new(
+                rules, pools, counters, now, date, false,
+            )),
             Phase::Detaching { .. } => false,
         }
     }
