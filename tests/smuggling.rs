@@ -20,6 +20,10 @@ const CASES: &[(&str, &[u8], u16)] = &[
     ("HTTP/2 over 1.1 framing", b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
     ("bare LF in chunk size", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", 400),
     ("missing CRLF after chunk", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n", 400),
+    ("a request line as a trailer field", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nGET /status/299 HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    ("a trailer line without a colon", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n", 400),
+    ("a space in a trailer's name", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX T: a\r\n\r\n", 400),
+    ("NUL in a trailer's value", b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\0b\r\n\r\n", 400),
     ("bad method token", b"G(T / HTTP/1.1\r\nHost: t\r\n\r\n", 400),
     ("unknown expectation", b"GET / HTTP/1.1\r\nHost: t\r\nExpect: teapot\r\n\r\n", 417),
 ];

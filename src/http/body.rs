@@ -4,11 +4,14 @@
 use std::io::Write;
 use std::ops::Range;
 
-use crate::http::parse::ParseError;
+use crate::http::parse::{ParseError, is_tchar};
 use crate::http::request::BodyFraming;
 
 /// Longest chunk line (size plus extensions) accepted.
 const MAX_CHUNK_LINE: u32 = 4096;
+
+/// Bytes of trailer fields a chunked body may end with, all lines together.
+const MAX_TRAILER_BYTES: u32 = MAX_CHUNK_LINE * 4;
 
 /// Most bytes of chunk extensions accepted in one body, all chunks together (hyper's bound):
 /// extensions carry nothing this server uses, and without a total a body of one-byte chunks
@@ -50,8 +53,10 @@ pub(crate) enum Chunk {
     DataLf,
     /// At the start of a trailer line (or the final empty line); `len` trailer bytes so far.
     TrailerStart { len: u32 },
-    /// Inside a trailer field line.
-    TrailerLine { len: u32 },
+    /// In a trailer field's name (a token).
+    TrailerName { len: u32 },
+    /// In a trailer field's value, after the colon.
+    TrailerValue { len: u32 },
     /// Saw the CR ending a trailer line.
     TrailerLf { len: u32 },
     /// Saw the CR of the final empty line.
@@ -206,17 +211,25 @@ fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk
         DataCr if b == b'\r' => DataLf,
         DataLf if b == b'\n' => Size { size: 0, digits: 0 },
         DataCr | DataLf => return bad,
+        // A trailer section is field lines as in a head (RFC 9112 §7.1.2, §5): a token, a
+        // colon, a value of visible bytes, spaces and tabs. Anything else (a line without a
+        // colon, a control byte, obs-fold) loses the framing: 400.
         TrailerStart { len } => match b {
-            b'\r' if len == 0 => EndLf,
             b'\r' => EndLf,
-            b' ' | b'\t' | b'\n' | b':' => return bad,
-            _ => TrailerLine { len: len + 1 },
+            _ if is_tchar(b) => TrailerName { len: len + 1 },
+            _ => return bad,
         },
-        TrailerLine { len } => match b {
+        TrailerName { len } => match b {
+            _ if len >= MAX_TRAILER_BYTES => return bad,
+            b':' => TrailerValue { len: len + 1 },
+            _ if is_tchar(b) => TrailerName { len: len + 1 },
+            _ => return bad,
+        },
+        TrailerValue { len } => match b {
             b'\r' => TrailerLf { len },
-            _ if len >= MAX_CHUNK_LINE * 4 => return bad,
-            b'\n' => return bad,
-            _ => TrailerLine { len: len + 1 },
+            _ if len >= MAX_TRAILER_BYTES => return bad,
+            b'\t' | b' '..=b'~' | 0x80..=0xff => TrailerValue { len: len + 1 },
+            _ => return bad,
         },
         TrailerLf { len } if b == b'\n' => TrailerStart { len },
         TrailerLf { .. } => return bad,
@@ -324,6 +337,7 @@ mod tests {
                 b"0123456789",
             ),
             (b"00000001 ; a=\"q\"\r\nZ\r\n0\r\n\r\n", b"Z"),
+            (b"1\r\nZ\r\n0\r\nX-T:\r\nY: a\tb \x80~\r\n\r\n", b"Z"),
             (b"a\r\n0123456789\r\n0\r\n\r\nNEXT", b"0123456789"),
         ];
         for (input, payload) in cases {
@@ -352,6 +366,16 @@ mod tests {
             (b"101\r\n", ParseError::BodyTooLarge),
             (b"0\r\nbad trailer\n\r\n", ParseError::BadChunk),
             (b"0\r\n: x\r\n\r\n", ParseError::BadChunk),
+            (
+                b"0\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                ParseError::BadChunk,
+            ),
+            (b"0\r\nbad trailer\r\n\r\n", ParseError::BadChunk),
+            (b"0\r\nX T: a\r\n\r\n", ParseError::BadChunk),
+            (b"0\r\nX(: a\r\n\r\n", ParseError::BadChunk),
+            (b"0\r\nX-T: a\0b\r\n\r\n", ParseError::BadChunk),
+            (b"0\r\nX-T: a\x7fb\r\n\r\n", ParseError::BadChunk),
+            (b"0\r\nX-T: a\r\n b\r\n\r\n", ParseError::BadChunk),
             (b"5;\x01\r\nhello\r\n0\r\n\r\n", ParseError::BadChunk),
         ];
         for (input, err) in cases {

@@ -344,6 +344,11 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// Whether `b` may appear in a token (RFC 9110 §5.6.2): a field name, a method.
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 /// The header fields that decide message framing and persistence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Framing {
@@ -670,7 +675,7 @@ mod tests {
             ("content-length", Framing::ContentLength),
             ("transfer-encoding", Framing::TransferEncoding),
         ];
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let token = is_tchar;
         for (name, field) in names {
             assert_eq!(Framing::of(name), Some(field));
             assert_eq!(Framing::of(&name.to_ascii_uppercase()), Some(field));

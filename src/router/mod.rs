@@ -428,9 +428,7 @@ impl fmt::Debug for Router {
 
 /// Whether `s` is an HTTP token (RFC 9110 §5.6.2), as a method must be.
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(crate::http::parse::is_tchar)
 }
 
 #[cfg(test)]
