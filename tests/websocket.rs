@@ -130,6 +130,13 @@ fn upgrade_edge_cases(engine: Engine) {
         assert_eq!(raw.status, status, "{req}");
         if status == 426 {
             assert_eq!(raw.header("sec-websocket-version"), Some("13"), "{req}");
+            // RFC 9110 §7.8: an `Upgrade` field goes with the `upgrade` connection option.
+            assert_eq!(raw.header("upgrade"), Some("websocket"), "{req}");
+            let connection = raw.header("connection").unwrap_or_default();
+            assert!(
+                connection.to_ascii_lowercase().contains("upgrade"),
+                "{connection}: {req}"
+            );
         }
     }
     // A valid request: 101, the RFC's accept value, the chosen subprotocol.
@@ -616,6 +623,9 @@ fn generic_upgrade_and_blocking_websocket(engine: Engine) {
         b"GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: x-echo\r\n\r\n",
     );
     assert_eq!(raw.status, 426);
+    // It names the protocol the handler offered, with the `upgrade` connection option.
+    assert_eq!(raw.header("upgrade"), Some("x-echo"));
+    assert_eq!(raw.header("connection"), Some("upgrade, close"));
     // The handler can take the TCP stream itself out of the upgraded connection.
     let mut s = connect(srv.addr);
     s.write_all(

@@ -266,12 +266,16 @@ impl Conn {
             ContentType::Known(known) => out.extend_from_slice(known.line.as_bytes()),
             ContentType::Set(name, value) => field(out, name, value),
         }
+        // A response naming protocols to upgrade to (a 426) says so in `Connection` too, so
+        // that intermediaries do not forward its `Upgrade` (RFC 9110 §7.8).
+        let mut upgrade = false;
         for (name, value) in resp.other_fields() {
             if name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding")
             {
                 continue;
             }
+            upgrade |= name.eq_ignore_ascii_case("upgrade");
             if name.eq_ignore_ascii_case("connection") {
                 if value
                     .split(',')
@@ -295,10 +299,13 @@ impl Conn {
             }
             (false, None, _) => {}
         }
-        if !keep_alive {
-            out.extend_from_slice(b"Connection: close\r\n");
-        } else if head.version == Version::Http10 {
-            out.extend_from_slice(b"Connection: keep-alive\r\n");
+        match (keep_alive, head.version == Version::Http10, upgrade) {
+            (false, _, false) => out.extend_from_slice(b"Connection: close\r\n"),
+            (false, _, true) => out.extend_from_slice(b"Connection: upgrade, close\r\n"),
+            (true, true, false) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+            (true, true, true) => out.extend_from_slice(b"Connection: upgrade, keep-alive\r\n"),
+            (true, false, false) => {}
+            (true, false, true) => out.extend_from_slice(b"Connection: upgrade\r\n"),
         }
         out.extend_from_slice(b"\r\n");
         self.state = match (keep_alive, body_in_sync) {
@@ -378,7 +385,10 @@ impl Conn {
             None
         };
         if let Some(status) = refusal {
-            return After::Refused(self.write_error(status, out, date));
+            // A 426 names the protocol the handler would have switched to.
+            let upgrade = resp.header("upgrade").filter(|_| status == 426);
+            self.error_response(status, upgrade, out, date);
+            return After::Refused(Refusal::Status(status));
         }
         let BodyKind::Switch(switch) = resp.take_body().kind else {
             return After::Done;
@@ -450,7 +460,7 @@ impl Conn {
             Late::Head => Refusal::HeaderTimeout,
             Late::Body => Refusal::TooSlow,
         };
-        self.error_response(408, out, date);
+        self.error_response(408, None, out, date);
         Some(why)
     }
 
@@ -463,11 +473,19 @@ impl Conn {
         out: &mut Vec<u8>,
         date: &DateLine,
     ) -> Refusal {
-        self.error_response(status, out, date);
+        self.error_response(status, None, out, date);
         Refusal::Status(status)
     }
 
-    fn error_response(&mut self, status: u16, out: &mut Vec<u8>, date: &DateLine) {
+    /// `upgrade`: the protocol a 426 names, in its `Upgrade` field and with the `upgrade`
+    /// connection option (RFC 9110 §15.5.22, §7.8).
+    fn error_response(
+        &mut self,
+        status: u16,
+        upgrade: Option<&str>,
+        out: &mut Vec<u8>,
+        date: &DateLine,
+    ) {
         self.state = State::Closing(Close::Linger);
         let text = reason(status);
         status_line(out, status);
@@ -477,9 +495,16 @@ impl Conn {
             // shutdown) is worth trying again soon.
             out.extend_from_slice(b"Retry-After: 1\r\n");
         }
+        let connection = match upgrade {
+            Some(protocol) => {
+                field(out, "Upgrade", protocol);
+                "upgrade, close"
+            }
+            None => "close",
+        };
         let _ = write!(
             out,
-            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{text}",
             text.len()
         );
         self.access.status(status);
@@ -626,6 +651,26 @@ mod tests {
                 GET11,
                 Response::new(200).with_header("Connection", "close"),
                 "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
+                State::Closing(Close::Now),
+            ),
+            (
+                GET11,
+                Response::new(426).with_header("Upgrade", "websocket"),
+                "HTTP/1.1 426 Upgrade Required\nUpgrade: websocket\nContent-Length: 0\nConnection: upgrade\n",
+                State::Head,
+            ),
+            (
+                b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                Response::new(426).with_header("Upgrade", "websocket"),
+                "HTTP/1.1 426 Upgrade Required\nUpgrade: websocket\nContent-Length: 0\nConnection: upgrade, keep-alive\n",
+                State::Head,
+            ),
+            (
+                GET11,
+                Response::new(426)
+                    .with_header("Upgrade", "websocket")
+                    .with_header("Connection", "close"),
+                "HTTP/1.1 426 Upgrade Required\nUpgrade: websocket\nContent-Length: 0\nConnection: upgrade, close\n",
                 State::Closing(Close::Now),
             ),
             (
