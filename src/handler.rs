@@ -18,7 +18,9 @@ use crate::{Request, Response};
 /// On the thread-pool server a handler runs on a worker thread and may block (read a file, call a
 /// database, sleep): only that worker waits. On the reactor with inline dispatch a handler runs on
 /// the event loop and must not block, or every connection on that loop waits; with pool dispatch
-/// it runs on a worker and may block as on the server.
+/// it runs on a worker and may block as on the server. The same holds for a streamed response
+/// body ([`Body::chunks`](crate::Body::chunks), [`Body::reader`](crate::Body::reader)): its
+/// pieces are produced where the handler ran (with pool dispatch, each on a worker).
 ///
 /// # Panics
 ///

@@ -118,3 +118,60 @@ fn acceptor_thread_mode_serves_refuses_and_shuts_down() {
         "no longer accepting"
     );
 }
+
+#[test]
+fn with_pool_dispatch_a_streamed_body_is_produced_on_a_worker_not_the_loop() {
+    use crossbeam_channel::bounded;
+    use twinhttp::reactor::{Dispatch, Reactor};
+    use twinhttp::{Body, Request, Response};
+    // The body's first piece waits for the test's word; where it runs is told back.
+    let (release, released) = bounded::<()>(0);
+    let (ran_on, producing) = bounded::<String>(1);
+    let handler = move |req: &mut Request<'_>| match req.path() {
+        "/held" => {
+            let (released, ran_on) = (released.clone(), ran_on.clone());
+            let mut first = true;
+            Response::new(200).with_body(Body::chunks(std::iter::from_fn(move || {
+                if !std::mem::take(&mut first) {
+                    return None;
+                }
+                let thread = std::thread::current().name().unwrap_or("").to_owned();
+                let _ = ran_on.send(thread);
+                let _ = released.recv();
+                Some(b"released".to_vec())
+            })))
+        }
+        _ => Response::text("Hello, World!"),
+    };
+    // One loop: both clients are on it.
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Pool(2))
+        .serve("127.0.0.1:0", handler)
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    let mut held = Client::new(addr);
+    held.send(b"GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+    let thread = producing
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the body's producer ran");
+    assert!(thread.starts_with("twinhttp-pool-"), "produced on {thread}");
+    // While it is held, the loop serves another client.
+    let mut other = Client::new(addr);
+    other.read_timeout(Duration::from_secs(10));
+    assert_eq!(
+        other.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+        "Hello, World!",
+        "served while the body's producer is held"
+    );
+    release.send(()).expect("the producer waits");
+    let r = held.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "released");
+    // The connection goes on after the streamed response.
+    assert_eq!(
+        held.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+        "Hello, World!"
+    );
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+}

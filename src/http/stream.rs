@@ -79,6 +79,33 @@ impl Streaming {
     }
 }
 
+/// What producing one piece of a streamed body came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// A piece was appended (or nothing yet): more to come.
+    More,
+    /// The body ended: `complete` false when it failed, panicked or a sized body came up
+    /// short, which leaves the connection unusable.
+    Ended { complete: bool },
+}
+
+impl Streaming {
+    /// [`produce`](Self::produce) with a body that panics taken as one that failed: the body
+    /// is handler code, run on whichever thread may run it (an event loop with inline
+    /// dispatch, a worker otherwise).
+    pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>) -> Piece {
+        let produced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.produce(out)));
+        match produced {
+            Ok(None) => Piece::More,
+            Ok(Some(complete)) => Piece::Ended { complete },
+            Err(_) => {
+                log::error!("response body panicked; closing the connection");
+                Piece::Ended { complete: false }
+            }
+        }
+    }
+}
+
 /// Reads the next piece of `reader` into `out` through `encoder` (no further than a length
 /// framing it); `Some(complete)` once it ended.
 fn piece(

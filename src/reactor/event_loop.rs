@@ -249,6 +249,20 @@ impl<H: Handler> EventLoop<H> {
                     _ => cx.pools.give_head(head),
                 }
             }
+            Done::Produced {
+                key,
+                id,
+                streaming,
+                out,
+                piece,
+            } => {
+                let (mut cx, conns) = self.cx(now, key, false);
+                if let Some(conn) = conns.get_mut(key).filter(|c| c.id == id) {
+                    conn.produced(streaming, out, piece);
+                    let next = conn.drive(&mut cx);
+                    self.apply(key, next, false);
+                }
+            }
             Done::Session { key, id, mut work } => {
                 let (mut cx, conns) = self.cx(now, key, false);
                 match conns.get_mut(key) {

@@ -13,6 +13,7 @@ use crate::Handler;
 use crate::http::request::RequestHead;
 use crate::http::session::Work;
 use crate::http::spool::Received;
+use crate::http::stream::{Piece, Streaming};
 use crate::net::transport::Address;
 use crate::stats::Counters;
 
@@ -33,6 +34,13 @@ pub(crate) enum Job {
         id: u64,
         work: Box<dyn Work>,
     },
+    /// The next piece of a streamed response body (handler code), produced into `out`.
+    Produce {
+        key: usize,
+        id: u64,
+        streaming: Streaming,
+        out: Vec<u8>,
+    },
     /// A closed session's last callbacks (a WebSocket's `on_close`): nothing comes back.
     Last(Box<dyn Work>),
 }
@@ -49,6 +57,13 @@ pub(crate) enum Done {
         key: usize,
         id: u64,
         work: Box<dyn Work>,
+    },
+    Produced {
+        key: usize,
+        id: u64,
+        streaming: Streaming,
+        out: Vec<u8>,
+        piece: Piece,
     },
 }
 
@@ -72,7 +87,8 @@ impl PoolSender {
     }
 }
 
-/// A pool worker: runs the handler for each job and sends the answer back.
+/// A pool worker: runs the handler code of each job (a request's handler, a session's
+/// callbacks, a streamed body's next piece) and sends the outcome back.
 pub(crate) fn run<H: Handler>(
     handler: &H,
     jobs: &Receiver<(Job, Arc<Inbox<Done>>)>,
@@ -99,6 +115,21 @@ pub(crate) fn run<H: Handler>(
             Job::Session { key, id, mut work } => {
                 work.run();
                 reply.push(Done::Session { key, id, work });
+            }
+            Job::Produce {
+                key,
+                id,
+                mut streaming,
+                mut out,
+            } => {
+                let piece = streaming.produce_piece(&mut out);
+                reply.push(Done::Produced {
+                    key,
+                    id,
+                    streaming,
+                    out,
+                    piece,
+                });
             }
             Job::Last(mut work) => work.run(),
         }

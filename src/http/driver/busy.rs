@@ -68,6 +68,9 @@ pub(super) enum Exchange {
     /// The response's body is produced and written as the socket takes it; nothing more is
     /// parsed until it is done, so responses stay in order.
     Streaming(Streaming),
+    /// The streamed body's producer is away on a worker for its next piece, with the output
+    /// buffer ([`Driver::produced`](super::Driver::produced) brings both back).
+    Producing,
     /// A response that hands the connection over is queued; once it is out, the connection is
     /// switched.
     Switching(Switch),
@@ -81,7 +84,7 @@ impl Exchange {
     pub(super) fn replace(&mut self, next: Exchange) -> Option<Exchange> {
         match self {
             // Nothing to drop: forgetting a variant without fields leaks nothing.
-            Exchange::Head | Exchange::Running => {
+            Exchange::Head | Exchange::Running | Exchange::Producing => {
                 std::mem::forget(std::mem::replace(self, next));
                 None
             }
@@ -215,8 +218,23 @@ impl Busy {
                 Exchange::Running
                 | Exchange::Handed(_)
                 | Exchange::Streaming(_)
+                | Exchange::Producing
                 | Exchange::Switching(_) => false,
             }
+    }
+
+    /// The output buffer, written and emptied, lent with a streamed body's producer.
+    pub(super) fn lend_out(&mut self) -> Vec<u8> {
+        self.out.clear();
+        self.written = 0;
+        self.tail = None;
+        std::mem::take(&mut self.out)
+    }
+
+    /// The lent output buffer back, holding the piece produced into it.
+    pub(super) fn out_back(&mut self, out: Vec<u8>) {
+        self.out = out;
+        self.written = 0;
     }
 
     /// Bytes of output queued and not yet written.

@@ -30,9 +30,9 @@ pub(crate) use action::{Action, Handover, Request, Stage};
 pub(crate) use body_in::BodyRead;
 #[cfg_attr(not(feature = "server"), allow(unused_imports))]
 pub(crate) use cx::Streams;
-use cx::{Began, FILE_BYTES_PER_TURN, Input, Readiness};
+use cx::{Began, Input, Readiness};
 pub(crate) use cx::{Cx, Io, Rules, Tally};
-use output::{Sent, busy_at, drain};
+use output::drain;
 
 use body_in::{BodyEnd, BodyIn};
 use busy::{Busy, Exchange, Fill, Switch};
@@ -214,33 +214,17 @@ impl Driver {
             // until it is done, so responses stay in order.
             let parsing = match busy.at {
                 Exchange::Switching(_) => return self.switch(io, cx),
-                Exchange::Streaming(_) | Exchange::Running | Exchange::Handed(_) => false,
+                Exchange::Streaming(_)
+                | Exchange::Producing
+                | Exchange::Running
+                | Exchange::Handed(_) => false,
                 Exchange::Head | Exchange::Body { .. } => !self.conn.is_closing(),
             };
             if !parsing {
-                if let Some(blocked) = self.flush(io, cx) {
-                    return blocked;
+                match self.output_step(io, cx) {
+                    Some(action) => return action,
+                    None => continue,
                 }
-                match self.send_file(io, cx.now) {
-                    Sent::NotAFile => {}
-                    // A fast reader of a large file does not keep the others waiting.
-                    Sent::Some(n) => {
-                        cx.turn.file_bytes = cx.turn.file_bytes.saturating_add(n);
-                        if cx.turn.file_bytes >= FILE_BYTES_PER_TURN {
-                            return Action::Yield;
-                        }
-                        continue;
-                    }
-                    Sent::Blocked => return self.wait(false, true, cx.now),
-                    Sent::Failed => return self.close(cx.pools),
-                }
-                if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) && !cx.produce {
-                    return Action::Produce;
-                }
-                if self.stream_step() {
-                    continue;
-                }
-                return self.hold(io, cx);
             }
             if cx.turn.budget == 0 {
                 return self.flush(io, cx).unwrap_or(Action::Yield);
@@ -595,6 +579,7 @@ impl Driver {
             Exchange::Running
             | Exchange::Handed(_)
             | Exchange::Streaming(_)
+            | Exchange::Producing
             | Exchange::Switching(_) => Step::NeedInput,
         }
     }

@@ -5,12 +5,14 @@
 use std::time::Instant;
 
 use super::busy::{Exchange, Switch};
+use super::cx::FILE_BYTES_PER_TURN;
 use super::{Action, Cx, Driver, Handover, Io, Phase};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
+use crate::http::stream::{Piece, Streaming};
 
 /// What sending a file body straight from its file came to.
-pub(super) enum Sent {
+enum Sent {
     /// Not a file body, or not a stream that can: produce it instead.
     NotAFile,
     /// Bytes went out: this many.
@@ -22,8 +24,49 @@ pub(super) enum Sent {
 }
 
 impl Driver {
+    /// One step of a turn that parses nothing (a response under way, a handler or producer
+    /// away, a close due): what is queued goes out, then a file's next part, or a streamed
+    /// body's next piece, or the connection waits or closes as the core said. `None`: go on.
+    pub(super) fn output_step<T: Io + ?Sized>(
+        &mut self,
+        io: &mut T,
+        cx: &mut Cx<'_>,
+    ) -> Option<Action> {
+        // Its output is with its producer: nothing to write or read until it is back.
+        if matches!(busy_at(&self.phase), Some(Exchange::Producing)) {
+            return Some(Action::Wait {
+                read: false,
+                write: false,
+                until: None,
+            });
+        }
+        if let Some(blocked) = self.flush(io, cx) {
+            return Some(blocked);
+        }
+        match self.send_file(io, cx.now) {
+            Sent::NotAFile => {}
+            // A fast reader of a large file does not keep the others waiting.
+            Sent::Some(n) => {
+                cx.turn.file_bytes = cx.turn.file_bytes.saturating_add(n);
+                if cx.turn.file_bytes >= FILE_BYTES_PER_TURN {
+                    return Some(Action::Yield);
+                }
+                return None;
+            }
+            Sent::Blocked => return Some(self.wait(false, true, cx.now)),
+            Sent::Failed => return Some(self.close(cx.pools)),
+        }
+        if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) && !cx.produce {
+            return Some(Action::Produce);
+        }
+        if self.stream_step() {
+            return None;
+        }
+        Some(self.hold(io, cx))
+    }
+
     /// Sends the next part of a file body straight from the file, where the stream can.
-    pub(super) fn send_file<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Sent {
+    fn send_file<T: Io + ?Sized>(&mut self, io: &mut T, now: Instant) -> Sent {
         let Phase::Busy(busy) = &mut self.phase else {
             return Sent::NotAFile;
         };
@@ -58,29 +101,62 @@ impl Driver {
 
     /// Produces the next piece of a streamed body into the (empty) output; true when it did
     /// something, so the caller flushes and comes back. A body that panics cuts the response.
-    pub(super) fn stream_step(&mut self) -> bool {
+    fn stream_step(&mut self) -> bool {
         let Phase::Busy(busy) = &mut self.phase else {
             return false;
         };
         let Exchange::Streaming(st) = &mut busy.at else {
             return false;
         };
-        let produced =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.produce(&mut busy.out)));
-        let complete = match produced {
-            Ok(None) => return true,
-            Ok(Some(complete)) => complete,
-            Err(_) => {
-                log::error!("response body panicked; closing the connection");
-                false
-            }
+        if let Piece::Ended { complete } = st.produce_piece(&mut busy.out) {
+            self.stream_ended(complete);
+        }
+        true
+    }
+
+    /// The streamed body ended: the response is done (cut short unless `complete`).
+    fn stream_ended(&mut self, complete: bool) {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return;
         };
-        self.conn.streamed(st.sent());
-        busy.at = Exchange::Head;
+        if let Some(Exchange::Streaming(st)) = busy.at.replace(Exchange::Head) {
+            self.conn.streamed(st.sent());
+        }
         if !complete {
             self.conn.abort();
         }
-        true
+    }
+
+    /// After [`Action::Produce`]: the streamed body's producer and the (empty, written) output
+    /// buffer, for a thread that may run handler code to produce the next piece into
+    /// ([`Streaming::produce_piece`]). `None` when no body is being streamed.
+    pub(crate) fn lend_producer(&mut self) -> Option<(Streaming, Vec<u8>)> {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return None;
+        };
+        if !matches!(busy.at, Exchange::Streaming(_)) || busy.unwritten() > 0 {
+            return None;
+        }
+        let Some(Exchange::Streaming(st)) = busy.at.replace(Exchange::Producing) else {
+            return None;
+        };
+        Some((st, busy.lend_out()))
+    }
+
+    /// The producer lent by [`lend_producer`](Self::lend_producer) is back, with the output
+    /// buffer and what `piece` it produced into it; the engine drives on to write it.
+    pub(crate) fn produced(&mut self, st: Streaming, out: Vec<u8>, piece: Piece) {
+        let Phase::Busy(busy) = &mut self.phase else {
+            return;
+        };
+        if !matches!(busy.at, Exchange::Producing) {
+            return;
+        }
+        busy.out_back(out);
+        drop(busy.at.replace(Exchange::Streaming(st)));
+        if let Piece::Ended { complete } = piece {
+            self.stream_ended(complete);
+        }
     }
 
     /// With its output out and nothing to parse: the connection closes as the core said
@@ -181,7 +257,7 @@ impl Driver {
 }
 
 /// Where the exchange under way is, if one is.
-pub(super) fn busy_at(phase: &Phase) -> Option<&Exchange> {
+fn busy_at(phase: &Phase) -> Option<&Exchange> {
     match phase {
         Phase::Busy(busy) => Some(&busy.at),
         _ => None,

@@ -599,3 +599,43 @@ fn an_answer_turn_does_not_read_a_drained_stream_again() {
     cx.not_readable();
     assert!(matches!(b.driver.drive(&mut b.io, &mut cx), Action::Run(_)));
 }
+
+#[test]
+fn a_producer_lent_to_a_worker_comes_back_with_its_piece_and_the_response_goes_on() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let mut cx = harness_cx!(b, false).without_producers();
+    let Action::Run(Request { head, .. }) = b.driver.drive(&mut b.io, &mut cx) else {
+        panic!("the request is run");
+    };
+    let body = Body::chunks(vec![b"ab".to_vec(), b"cd".to_vec()].into_iter());
+    let resp = Response::new(200).with_body(body);
+    b.driver.answer(head, Answer::Returned(resp), &mut cx);
+    // Each piece: the driver asks for it, a worker (here the test) produces it, and the driver
+    // writes it. While the producer is away, the driver waits for it whatever comes.
+    let mut lent = 0;
+    let last = loop {
+        match b.driver.drive(&mut b.io, &mut cx) {
+            Action::Produce => {
+                let (mut st, mut out) = b.driver.lend_producer().expect("a producer to lend");
+                assert!(b.driver.lend_producer().is_none(), "lent once");
+                b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+                let waits = b.driver.drive(&mut b.io, &mut cx);
+                assert_eq!(shown(&waits), wait(false, false, None));
+                let piece = st.produce_piece(&mut out);
+                b.driver.produced(st, out, piece);
+                lent += 1;
+            }
+            other => break other,
+        }
+    };
+    assert_eq!(lent, 3, "two chunks and the end");
+    let out = b.io.take_out();
+    assert!(out.contains("\r\nTransfer-Encoding: chunked\r\n"), "{out}");
+    assert!(
+        out.ends_with("\r\n\r\n2\r\nab\r\n2\r\ncd\r\n0\r\n\r\n"),
+        "{out}"
+    );
+    // The response said it was the last: what came meanwhile is not answered.
+    assert_eq!(shown(&last), "close");
+}

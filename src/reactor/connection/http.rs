@@ -12,6 +12,7 @@ use crate::http::driver::{self, Action, Handover, Request};
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
 use crate::http::session_driver::SessionDriver;
+use crate::http::stream::{Piece, Streaming};
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
 
@@ -22,8 +23,13 @@ impl Connection {
         let Phase::Http(driver) = &mut self.phase else {
             return Next::Close;
         };
-        let mut turn =
-            driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing);
+        let turn = driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing);
+        // With pool dispatch no handler code runs on the loop: a streamed body's pieces are
+        // produced on the workers too.
+        let mut turn = match cx.pool {
+            Some(_) => turn.without_producers(),
+            None => turn,
+        };
         if !cx.readable {
             turn.not_readable();
         }
@@ -61,8 +67,17 @@ impl Connection {
                         deadline: until,
                     };
                 }
-                // (The loop runs producers: never asked.)
-                Action::Yield | Action::Produce => return Next::Again,
+                Action::Produce => match (cx.pool, driver.lend_producer()) {
+                    (Some(pool), Some((streaming, out))) => pool.send(Job::Produce {
+                        key: cx.key,
+                        id: self.id,
+                        streaming,
+                        out,
+                    }),
+                    // (Inline dispatch produces on the loop: never asked.)
+                    _ => return Next::Again,
+                },
+                Action::Yield => return Next::Again,
                 Action::Close => return Next::Close,
                 Action::Switch(handover) => break handover,
             }
@@ -84,6 +99,13 @@ impl Connection {
                 &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing),
             ),
             Phase::Session(_) | Phase::Detaching { .. } => cx.pools.give_head(head),
+        }
+    }
+
+    /// A pool worker produced the next piece of a streamed body.
+    pub(crate) fn produced(&mut self, streaming: Streaming, out: Vec<u8>, piece: Piece) {
+        if let Phase::Http(driver) = &mut self.phase {
+            driver.produced(streaming, out, piece);
         }
     }
 
