@@ -2,7 +2,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::http::request::{BodyFraming, RequestHead, Span, Version};
+use crate::http::request::{BodyFraming, RequestHead, Span, Version, absolute_parts};
 use crate::limits::Limits;
 
 /// Why a request was refused. `Copy`, so it can be matched and passed around freely.
@@ -97,6 +97,15 @@ pub(crate) fn parse_head(
     }
     if !target_fits_method(method, target) {
         return Err(ParseError::Malformed);
+    }
+    // An `http` URI must name a host (RFC 9110 §4.2.1), without userinfo (§4.2.4), and it is
+    // the request's authority (RFC 9112 §3.2.2): checked as a `Host` value is.
+    if !target.starts_with('/') {
+        if let Some((authority, _)) = absolute_parts(target) {
+            if authority.is_empty() || !valid_host(authority.as_bytes()) {
+                return Err(ParseError::Malformed);
+            }
+        }
     }
     let version = if minor == 0 {
         Version::Http10
@@ -588,6 +597,13 @@ mod tests {
             (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET example.com:80 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http:///p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://?q HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET HTTPS:// HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://a:b/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://[::1/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://u:p@a/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://e%zz/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"CONNECT /p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a  HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a b HTTP/2.0\r\nHost: a\r\n\r\n", 400),

@@ -146,18 +146,22 @@ impl RequestHead {
             // Origin-form, nearly every request's.
             return t;
         }
-        let rest = match t.get(..8) {
-            Some(s) if s.eq_ignore_ascii_case("https://") => &t[8..],
-            _ => match t.get(..7) {
-                Some(s) if s.eq_ignore_ascii_case("http://") => &t[7..],
-                _ => return t,
-            },
-        };
-        match rest.find(['/', '?']) {
-            Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
-            // `http://host?q` has an empty path, which is `/`; the query is still found by `?`.
-            Some(i) => &rest[i..],
-            None => "/",
+        match absolute_parts(t) {
+            // `http://host` has an empty path, which is `/`.
+            Some((_, "")) => "/",
+            // (`http://host?q`: the query is still found by `?`.)
+            Some((_, rest)) => rest,
+            None => t,
+        }
+    }
+
+    /// The host (and port) the request is for: an absolute-form target's authority, for which
+    /// the `Host` field is ignored (RFC 9112 §3.2.2), else the `Host` field.
+    pub(crate) fn host(&self) -> Option<&str> {
+        let t = self.target();
+        match t.starts_with('/') {
+            true => self.header("host"),
+            false => absolute_parts(t).map_or_else(|| self.header("host"), |(a, _)| Some(a)),
         }
     }
 
@@ -427,6 +431,14 @@ impl<'a> Request<'a> {
         self.head.version
     }
 
+    /// The host (and port, if any) the request is for, e.g. `"example.com:8080"`: the
+    /// authority of an absolute-form target (`GET http://example.com/ HTTP/1.1`, as sent to
+    /// proxies), for which a server ignores the `Host` field (RFC 9112 §3.2.2); otherwise the
+    /// `Host` field. `None` for an HTTP/1.0 request without one.
+    pub fn host(&self) -> Option<&'a str> {
+        self.head.host()
+    }
+
     /// The first header field with this name (case-insensitive), if its value is UTF-8.
     pub fn header(&self, name: &str) -> Option<&'a str> {
         self.head.header(name)
@@ -534,6 +546,19 @@ impl fmt::Debug for RequestBody<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RequestBody")
     }
+}
+
+/// An absolute-form `http` or `https` target split into its authority and what follows it
+/// (`http://h:1/p?q` → (`h:1`, `/p?q`)); `None` for any other form.
+pub(crate) fn absolute_parts(target: &str) -> Option<(&str, &str)> {
+    let rest = match target.get(..8) {
+        Some(s) if s.eq_ignore_ascii_case("https://") => &target[8..],
+        _ => match target.get(..7) {
+            Some(s) if s.eq_ignore_ascii_case("http://") => &target[7..],
+            _ => return None,
+        },
+    };
+    Some(rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len())))
 }
 
 #[cfg(test)]
