@@ -137,6 +137,41 @@ fn conditional_requests(engine: Engine) {
         &format!("Range: bytes=1-2\r\nIf-Range: {lm}\r\n"),
     );
     assert_eq!(r.status, 206);
+    // If-Match and If-Unmodified-Since (RFC 9110 §13.1.1, §13.1.4): 412 when they fail,
+    // evaluated before If-None-Match and If-Modified-Since.
+    let etag = get(&mut c, "/file", "")
+        .header("etag")
+        .expect("etag")
+        .to_owned();
+    let status = |c: &mut Client, extra: &str| get(c, "/file", extra).status;
+    for (extra, want) in [
+        (format!("If-Match: {etag}\r\n"), 200),
+        (format!("If-Match: \"other\", {etag}\r\n"), 200),
+        ("If-Match: *\r\n".to_owned(), 200),
+        ("If-Match: \"other\"\r\n".to_owned(), 412),
+        (format!("If-Match: W/{etag}\r\n"), 412),
+        (format!("If-Unmodified-Since: {lm}\r\n"), 200),
+        (
+            "If-Unmodified-Since: Mon, 01 Jan 1990 00:00:00 GMT\r\n".to_owned(),
+            412,
+        ),
+        ("If-Unmodified-Since: not a date\r\n".to_owned(), 200),
+        // If-Match decides when present: If-Unmodified-Since is then not looked at.
+        (
+            format!("If-Match: {etag}\r\nIf-Unmodified-Since: Mon, 01 Jan 1990 00:00:00 GMT\r\n"),
+            200,
+        ),
+        (
+            format!("If-Match: \"other\"\r\nIf-None-Match: {etag}\r\n"),
+            412,
+        ),
+        (
+            format!("If-Match: {etag}\r\nIf-None-Match: {etag}\r\n"),
+            304,
+        ),
+    ] {
+        assert_eq!(status(&mut c, &extra), want, "{extra}");
+    }
 }
 
 fn missing_files_and_methods(engine: Engine) {

@@ -1,6 +1,6 @@
-//! File responses: Content-Length, single byte ranges (206/416), `ETag` with `If-None-Match`
-//! and `Last-Modified` with `If-Modified-Since` (304), `If-Range`, a content type from the
-//! extension.
+//! File responses: Content-Length, single byte ranges (206/416), `ETag` with `If-Match` (412)
+//! and `If-None-Match` (304), `Last-Modified` with `If-Unmodified-Since` (412) and
+//! `If-Modified-Since` (304), `If-Range`, a content type from the extension.
 
 use std::borrow::Cow;
 use std::fs::{File, Metadata};
@@ -21,6 +21,9 @@ impl Response {
     ///   request for several ranges, or a malformed one, gets the whole file, as RFC 9110
     ///   allows); `416` with `Content-Range: bytes */LEN` for an unsatisfiable one; an
     ///   `If-Range` that is neither the `ETag` nor the `Last-Modified` date gets the whole file;
+    /// - `412 Precondition Failed` when `If-Match` does not name the file's `ETag` (strong
+    ///   comparison; `*` matches), or, without `If-Match`, when the file changed after
+    ///   `If-Unmodified-Since`;
     /// - `304 Not Modified` when `If-None-Match` names the file's `ETag` (or is `*`), or, without
     ///   `If-None-Match`, when `If-Modified-Since` is not older than the file (RFC 9110 §13.2.2);
     /// - `404` when there is no such file, `403` when it cannot be read, `405` for methods other
@@ -73,6 +76,9 @@ impl Response {
                 None => r,
             }
         };
+        if validators.precondition_fails(req) {
+            return validated(412);
+        }
         if validators.not_modified(req) {
             return validated(304);
         }
@@ -146,6 +152,23 @@ impl Validators {
                 Some(Ok(age)) if age >= Duration::from_secs(1) => Strength::Strong,
                 _ => Strength::Weak,
             },
+        }
+    }
+
+    /// Whether the request's precondition fails (`412`): `If-Match` decides when present
+    /// (strong comparison: a weak tag never matches; `*` matches the file), else
+    /// `If-Unmodified-Since` (ignored when it is not a date). RFC 9110 §13.2.2, steps 1 and 2.
+    fn precondition_fails(&self, req: &Request<'_>) -> bool {
+        let mut if_match = req.header_all("if-match").peekable();
+        if if_match.peek().is_some() {
+            return !if_match
+                .any(|list| list.trim() == "*" || entity_tags(list).any(|t| t == self.etag));
+        }
+        match (req.header("if-unmodified-since"), self.modified) {
+            (Some(ius), Some(m)) => {
+                httpdate::parse_http_date(ius).is_ok_and(|ius| seconds(m) > seconds(ius))
+            }
+            _ => false,
         }
     }
 
