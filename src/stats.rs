@@ -393,9 +393,9 @@ pub struct Stats {
     pub refused: Vec<(Refusal, u64)>,
     /// Handler panics (each answered `500`, its connection closed).
     pub panics: u64,
-    /// Handler calls that held a reactor loop longer than its blocking-warning threshold
-    /// (inline dispatch; [`reactor::Builder::blocking_warning`]); 0 on the server engine and
-    /// with pool dispatch.
+    /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
+    /// than its blocking-warning threshold (inline dispatch;
+    /// [`reactor::Builder::blocking_warning`]); 0 on the server engine and with pool dispatch.
     ///
     /// [`reactor::Builder::blocking_warning`]: crate::reactor::Builder::blocking_warning
     pub blocking_handlers: u64,

@@ -1,9 +1,13 @@
 //! A handler that blocks its event loop is warned of: with inline dispatch, a call that holds
 //! the loop past the threshold (100 ms by default) logs one warning naming its method and path
-//! and is counted in `Stats::blocking_handlers`; a fast handler is not, and neither the server
-//! engine nor pool dispatch warns (their handlers hold no loop).
+//! and is counted in `Stats::blocking_handlers`, and so is a streamed body whose next piece
+//! waits; a fast handler is not, and neither the server engine nor pool dispatch warns (their
+//! handlers and bodies hold no loop).
 mod support;
+use std::time::Duration;
+
 use support::{Client, Engine, app, start};
+use twinhttp::{Body, Request, Response};
 
 fn warnings() -> Vec<String> {
     support::logs::lines()
@@ -54,4 +58,30 @@ fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
             assert_eq!(counted, 0, "{engine:?}");
         }
     }
+    // A streamed body whose next piece waits holds an inline loop too: warned of and counted.
+    let before = warnings().len();
+    let srv = start(Engine::ReactorInline, |_req: &mut Request<'_>| {
+        let mut pieces = 0;
+        Response::new(200).with_body(Body::chunks(std::iter::from_fn(move || {
+            pieces += 1;
+            match pieces {
+                1 => Some(b"first".to_vec()),
+                2 => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    Some(b" second".to_vec())
+                }
+                _ => None,
+            }
+        })))
+    });
+    let r = Client::new(srv.addr).roundtrip(b"GET /body HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.text(), "first second");
+    let new: Vec<String> = warnings()[before..]
+        .iter()
+        .filter(|l| l.contains("held its event loop"))
+        .cloned()
+        .collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert!(new[0].contains("streamed response body"), "{}", new[0]);
+    assert_eq!(srv.stats().blocking_handlers, 1);
 }

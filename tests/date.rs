@@ -1,6 +1,6 @@
-//! The `Date` field follows the clock. Each engine thread reads the real-time clock once a
-//! second, when the time of its turn passes the end of the second its line holds: a response
-//! is never dated a second before its turn, nor before the end of a slow handler.
+//! The `Date` field follows the clock: each engine thread keeps its own line, formatted again
+//! when the second changed, and each response reads the clock, so a response is dated when it
+//! is written, after its handler returned, however long the handler or the loop's turn took.
 mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -55,8 +55,7 @@ fn a_kept_connection_s_date_moves_with_the_clock(engine: Engine) {
 
 fn a_slow_handler_s_response_is_dated_when_it_returns(engine: Engine) {
     // The handler returns once the second it was called in has ended, and says which second
-    // that was. (With inline dispatch this holds the loop past the blocking warning's
-    // threshold, which moves the loop's time on.)
+    // that was.
     let srv = start(engine, |_req: &mut Request<'_>| {
         Response::text(next_second().to_string())
     });

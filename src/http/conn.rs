@@ -226,7 +226,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) -> Encoder {
         // A 1xx is interim and cannot end an exchange (upgrades have their own path): a handler
         // returning one gets a 500 rather than a response the client would misframe.
@@ -327,7 +327,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) -> After {
         let (resp, closing) = match answer {
             Answer::Returned(resp) => (resp, closing),
@@ -373,7 +373,7 @@ impl Conn {
         body_in_sync: bool,
         closing: bool,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) -> After {
         let refusal = if closing {
             Some(503)
@@ -450,7 +450,7 @@ impl Conn {
         &mut self,
         late: Late,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) -> Option<Refusal> {
         let why = match late {
             Late::Idle => {
@@ -471,7 +471,7 @@ impl Conn {
         &mut self,
         status: u16,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) -> Refusal {
         self.error_response(status, None, out, date);
         Refusal::Status(status)
@@ -484,7 +484,7 @@ impl Conn {
         status: u16,
         upgrade: Option<&str>,
         out: &mut Vec<u8>,
-        date: &DateLine,
+        date: &mut DateLine,
     ) {
         self.state = State::Closing(Close::Linger);
         let text = reason(status);
@@ -572,7 +572,7 @@ mod tests {
             true,
             false,
             &mut out,
-            &DateLine::new(),
+            &mut DateLine::new(),
         );
         (String::from_utf8_lossy(&out).into_owned(), conn.state())
     }
@@ -729,7 +729,7 @@ mod tests {
             false,
             false,
             &mut out,
-            &DateLine::new(),
+            &mut DateLine::new(),
         );
         assert_eq!(conn.state(), State::Closing(Close::Linger));
         assert!(String::from_utf8_lossy(&out).contains("Connection: close\r\n"));
@@ -740,7 +740,7 @@ mod tests {
         let mut conn = Conn::default();
         let mut out = Vec::new();
         assert_eq!(
-            conn.write_error(431, &mut out, &DateLine::new()),
+            conn.write_error(431, &mut out, &mut DateLine::new()),
             Refusal::Status(431)
         );
         let s = String::from_utf8_lossy(&out);

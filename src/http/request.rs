@@ -146,13 +146,7 @@ impl RequestHead {
             // Origin-form, nearly every request's.
             return t;
         }
-        match absolute_parts(t) {
-            // `http://host` has an empty path, which is `/`.
-            Some((_, "")) => "/",
-            // (`http://host?q`: the query is still found by `?`.)
-            Some((_, rest)) => rest,
-            None => t,
-        }
+        without_authority(t)
     }
 
     /// The host (and port) the request is for: an absolute-form target's authority, for which
@@ -545,6 +539,18 @@ impl Read for RequestBody<'_> {
 impl fmt::Debug for RequestBody<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RequestBody")
+    }
+}
+
+/// An absolute-form target without its scheme and authority; another form as it is.
+#[cold]
+fn without_authority(target: &str) -> &str {
+    match absolute_parts(target) {
+        // `http://host` has an empty path, which is `/`.
+        Some((_, "")) => "/",
+        // (`http://host?q`: the query is still found by `?`.)
+        Some((_, rest)) => rest,
+        None => target,
     }
 }
 

@@ -1,9 +1,11 @@
 //! The warning for a handler that blocks its event loop. With inline dispatch a handler runs on
 //! the loop, and nothing else on that loop (other connections' requests, accepts, deadlines)
-//! runs until it returns; a handler that sleeps or waits on I/O stalls them all. Each inline call
-//! is timed on the coarse monotonic clock (a few nanoseconds, no system call); one that held the
-//! loop past the threshold is counted in `Stats::blocking_handlers` and, at most once every
-//! [`WARN_EVERY`] per loop, logged at warn level with its method and path.
+//! runs until it returns; a handler that sleeps or waits on I/O stalls them all, and so does a
+//! streamed body whose next piece waits. Each inline call, and each piece of a streamed body
+//! produced on the loop, is timed on the coarse monotonic clock (a few nanoseconds, no
+//! system call); one that held the loop past the threshold is counted in
+//! `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`] per loop, logged at warn
+//! level (a handler's with its method and path).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,14 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// The smallest threshold: the coarse clock ticks every few milliseconds (4 ms at the usual
 /// 250 Hz), so below this a fast call that straddles a tick would be taken for a slow one.
 const MIN_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// What ran on the loop: a handler call, or the production of a streamed body's pieces
+/// (handler code too: `Body::chunks`, `Body::reader`).
+#[derive(Clone, Copy)]
+enum Holder<'a> {
+    Handler(&'a RequestHead),
+    Body,
+}
 
 /// One loop's timing of its inline handler calls.
 pub(crate) struct Blocking {
@@ -38,28 +48,36 @@ impl Blocking {
         self.threshold.map(|_| coarse_now())
     }
 
-    /// The call for `head`'s request that began at `started` returned. True when it held the
-    /// loop past the threshold.
+    /// The call for `head`'s request that began at `started` returned.
     #[inline]
     pub(crate) fn returned(
         &mut self,
         started: Option<Duration>,
         head: &RequestHead,
         counters: &Counters,
-    ) -> bool {
+    ) {
         let (Some(started), Some(threshold)) = (started, self.threshold) else {
-            return false;
+            return;
         };
         let held = coarse_now().saturating_sub(started);
         if held > threshold {
-            self.held_too_long(held, head, counters);
-            return true;
+            self.held_too_long(held, Holder::Handler(head), counters);
         }
-        false
+    }
+
+    /// A streamed body's piece, whose production began at `started`, is made.
+    pub(crate) fn produced(&mut self, started: Option<Duration>, counters: &Counters) {
+        let (Some(started), Some(threshold)) = (started, self.threshold) else {
+            return;
+        };
+        let held = coarse_now().saturating_sub(started);
+        if held > threshold {
+            self.held_too_long(held, Holder::Body, counters);
+        }
     }
 
     #[cold]
-    fn held_too_long(&mut self, held: Duration, head: &RequestHead, counters: &Counters) {
+    fn held_too_long(&mut self, held: Duration, holder: Holder<'_>, counters: &Counters) {
         counters.blocking_handler();
         let now = Instant::now();
         if self
@@ -69,13 +87,15 @@ impl Blocking {
             return;
         }
         self.last_warning = Some(now);
+        let what = match holder {
+            Holder::Handler(head) => format!("a handler, on {} {},", head.method(), head.path()),
+            Holder::Body => "a streamed response body, producing its next piece,".to_owned(),
+        };
         log::warn!(
-            "a handler held its event loop for {} ms on {} {}: with inline dispatch nothing else on \
-             the loop runs meanwhile; run blocking handlers with Dispatch::Pool (this warning: at \
-             most once every {} s per loop)",
+            "{what} held its event loop for {} ms: with inline dispatch nothing else on the loop \
+             runs meanwhile; run blocking handlers with Dispatch::Pool (this warning: at most \
+             once every {} s per loop)",
             held.as_millis(),
-            head.method(),
-            head.path(),
             WARN_EVERY.as_secs()
         );
     }

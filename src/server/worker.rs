@@ -212,7 +212,7 @@ fn visit<H: Handler>(
         };
         body.release();
         // Shutdown may have begun while the handler ran: its response is then the last.
-        cx.moved_to(Instant::now());
+        cx.now = Instant::now();
         cx.closing = shared.control.is_shutting_down();
         s.driver.answer(head, answered, &mut cx);
     }

@@ -124,7 +124,7 @@ pub(crate) struct Cx<'a> {
     pub(crate) pools: &'a mut Pools,
     pub(crate) tally: &'a dyn Tally,
     pub(crate) now: Instant,
-    /// The engine thread's `Date` line, brought up to `now`.
+    /// The engine thread's `Date` line.
     pub(crate) date: &'a mut DateLine,
     /// Shutdown: the response under way is the last.
     pub(crate) closing: bool,
@@ -203,7 +203,6 @@ impl<'a> Cx<'a> {
         date: &'a mut DateLine,
         closing: bool,
     ) -> Self {
-        date.refresh(now);
         Cx {
             rules,
             pools,
@@ -220,13 +219,6 @@ impl<'a> Cx<'a> {
                 file_bytes: 0,
             },
         }
-    }
-
-    /// Time moved on within the turn (a handler ran long): deadlines set from here on, and the
-    /// responses' `Date`, are of `now`.
-    pub(crate) fn moved_to(&mut self, now: Instant) {
-        self.now = now;
-        self.date.refresh(now);
     }
 
     /// The same connection's next turn, after a yield.

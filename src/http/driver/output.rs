@@ -114,6 +114,12 @@ impl Driver {
         true
     }
 
+    /// After [`Action::Produce`], on a thread that may run handler code: produces the streamed
+    /// body's next piece here, for the engine to drive on and write it.
+    pub(crate) fn produce(&mut self) {
+        self.stream_step();
+    }
+
     /// The streamed body ended: the response is done (cut short unless `complete`).
     fn stream_ended(&mut self, complete: bool) {
         let Phase::Busy(busy) = &mut self.phase else {

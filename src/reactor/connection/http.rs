@@ -1,8 +1,6 @@
 //! A connection's HTTP exchanges on the loop: the core's driver decides, the loop carries it
 //! out (handlers run inline or go to the pool; a hand-over starts a session or detaches).
 
-use std::time::Instant;
-
 use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -23,13 +21,11 @@ impl Connection {
         let Phase::Http(driver) = &mut self.phase else {
             return Next::Close;
         };
-        let turn = driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing);
-        // With pool dispatch no handler code runs on the loop: a streamed body's pieces are
-        // produced on the workers too.
-        let mut turn = match cx.pool {
-            Some(_) => turn.without_producers(),
-            None => turn,
-        };
+        // A streamed body's next piece (handler code) is the loop's to place: on a worker with
+        // pool dispatch, here and timed as a handler call with inline dispatch.
+        let mut turn =
+            driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing)
+                .without_producers();
         if !cx.readable {
             turn.not_readable();
         }
@@ -51,11 +47,7 @@ impl Connection {
                         let started = cx.blocking.start();
                         let answered =
                             answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
-                        if cx.blocking.returned(started, &head, cx.counters) {
-                            // It held the loop past the warning's threshold: the turn's time
-                            // moves on for this connection (its deadlines, its `Date`).
-                            turn.moved_to(Instant::now());
-                        }
+                        cx.blocking.returned(started, &head, cx.counters);
                         body.release();
                         driver.answer(head, answered, &mut turn);
                     }
@@ -67,15 +59,21 @@ impl Connection {
                         deadline: until,
                     };
                 }
-                Action::Produce => match (cx.pool, driver.lend_producer()) {
-                    (Some(pool), Some((streaming, out))) => pool.send(Job::Produce {
-                        key: cx.key,
-                        id: self.id,
-                        streaming,
-                        out,
-                    }),
-                    // (Inline dispatch produces on the loop: never asked.)
-                    _ => return Next::Again,
+                Action::Produce => match cx.pool {
+                    Some(pool) => match driver.lend_producer() {
+                        Some((streaming, out)) => pool.send(Job::Produce {
+                            key: cx.key,
+                            id: self.id,
+                            streaming,
+                            out,
+                        }),
+                        None => return Next::Again,
+                    },
+                    None => {
+                        let started = cx.blocking.start();
+                        driver.produce();
+                        cx.blocking.produced(started, cx.counters);
+                    }
                 },
                 Action::Yield => return Next::Again,
                 Action::Close => return Next::Close,
