@@ -310,3 +310,86 @@ engine_tests!(
     header_timeouts_are_logged,
     off_by_default
 );
+
+/// Pool dispatch: a client that leaves while its streamed body's next piece is made on a worker
+/// is logged with the bytes produced before, and the body is dropped on a worker, not the loop
+/// (its drop is handler code too).
+#[test]
+fn a_stream_cut_off_while_its_piece_is_made_on_the_pool_is_logged_and_dropped_there() {
+    use crossbeam_channel::{Receiver, Sender, bounded};
+    use twinhttp::reactor::{Dispatch, Reactor};
+    use twinhttp::{Body, Request, Response};
+    /// Sends "first", then waits for the word before a second piece; says where it is dropped.
+    struct Held {
+        pieces: u32,
+        waiting: Sender<()>,
+        released: Receiver<()>,
+        dropped_on: Sender<String>,
+    }
+    impl Iterator for Held {
+        type Item = Vec<u8>;
+        fn next(&mut self) -> Option<Vec<u8>> {
+            self.pieces += 1;
+            match self.pieces {
+                1 => Some(b"first".to_vec()),
+                2 => {
+                    let _ = self.waiting.send(());
+                    let _ = self.released.recv();
+                    Some(b"second".to_vec())
+                }
+                _ => None,
+            }
+        }
+    }
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let thread = std::thread::current().name().unwrap_or("").to_owned();
+            let _ = self.dropped_on.send(thread);
+        }
+    }
+    install();
+    let (waiting, second_waits) = bounded::<()>(1);
+    let (release, released) = bounded::<()>(1);
+    let (dropped_on, dropped) = bounded::<String>(1);
+    let handler = move |_: &mut Request<'_>| {
+        Response::new(200).with_body(Body::chunks(Held {
+            pieces: 0,
+            waiting: waiting.clone(),
+            released: released.clone(),
+            dropped_on: dropped_on.clone(),
+        }))
+    };
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Pool(2))
+        .access_log(true)
+        .serve("127.0.0.1:0", handler)
+        .expect("reactor starts");
+    let (stream, peer) = connect_apart(reactor.local_addr());
+    let mut c = Client::of(stream.try_clone().expect("a second handle"));
+    c.send(b"GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+    second_waits
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the second piece is being made");
+    // The client resets the connection while the piece is made.
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(Duration::ZERO))
+        .expect("linger 0");
+    drop(c);
+    drop(stream);
+    let lines = lines_of(peer, 1, Duration::from_secs(10));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_line(
+        &lines[0],
+        peer,
+        "GET /held HTTP/1.1",
+        200,
+        "first".len() as u64,
+    );
+    release.send(()).expect("the piece waits");
+    let thread = dropped
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the body is dropped");
+    assert!(thread.starts_with("twinhttp-pool-"), "dropped on {thread}");
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+}

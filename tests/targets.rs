@@ -29,6 +29,11 @@ fn the_host_is_the_absolute_form_target_s_authority(engine: Engine) {
         host(&mut c, b"GET /p HTTP/1.1\r\nHost: t:81\r\n\r\n"),
         "t:81"
     );
+    let r = b"GET http://[::1]:8080/ HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_eq!(host(&mut c, r), "[::1]:8080");
+    // RFC 3986 allows an empty port.
+    let r = b"GET http://h:/ HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_eq!(host(&mut c, r), "h:");
     assert_eq!(
         host(&mut c, b"GET /p HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
         "(none)"
@@ -41,6 +46,7 @@ fn an_http_target_without_a_valid_host_is_refused(engine: Engine) {
     let srv = start(engine, app);
     for target in [
         "http:///status/203",
+        "http://:80/status/203",
         "http://a:b/status/203",
         "http://[::1/status/203",
         "http://u:p@a/status/203",

@@ -218,8 +218,11 @@ fn absolute(target: &str) -> bool {
 /// §3.2.2), checked as a `Host` value is.
 #[cold]
 fn valid_absolute(target: &str) -> bool {
-    absolute_parts(target)
-        .is_none_or(|(authority, _)| !authority.is_empty() && valid_host(authority.as_bytes()))
+    // (`valid_host` takes an empty name, which a `Host` field may have: not here, with or
+    // without a port.)
+    absolute_parts(target).is_none_or(|(authority, _)| {
+        !authority.is_empty() && !authority.starts_with(':') && valid_host(authority.as_bytes())
+    })
 }
 
 /// Bytes a `Host` name may hold outside brackets, before its port: unreserved, sub-delims and
@@ -603,6 +606,8 @@ mod tests {
             (b"GET example.com:80 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET http:///p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://:80/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://:/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET http://?q HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET HTTPS:// HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET http://a:b/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),

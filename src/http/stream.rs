@@ -89,7 +89,37 @@ pub(crate) enum Piece {
     Ended { complete: bool },
 }
 
+/// A streamed body's piece produced away from its connection, on a worker: the body, to lend
+/// again, or once it ended, what is left of it. An ended body is dropped where it was produced,
+/// since its drop is handler code too (a reader's, an iterator's).
+pub(crate) enum Produced {
+    More(Streaming),
+    Ended { sent: u64, complete: bool },
+}
+
+impl Produced {
+    /// The body, when it goes on.
+    pub(crate) fn into_body(self) -> Option<Streaming> {
+        match self {
+            Produced::More(st) => Some(st),
+            Produced::Ended { .. } => None,
+        }
+    }
+}
+
 impl Streaming {
+    /// [`produce_piece`](Self::produce_piece) on a worker: the body comes back if it goes on,
+    /// and is dropped here once it ended.
+    pub(crate) fn produce_away(mut self, out: &mut Vec<u8>) -> Produced {
+        match self.produce_piece(out) {
+            Piece::More => Produced::More(self),
+            Piece::Ended { complete } => Produced::Ended {
+                sent: self.sent,
+                complete,
+            },
+        }
+    }
+
     /// [`produce`](Self::produce) with a body that panics taken as one that failed: the body
     /// is handler code, run on whichever thread may run it (an event loop with inline
     /// dispatch, a worker otherwise).

@@ -252,15 +252,22 @@ impl<H: Handler> EventLoop<H> {
             Done::Produced {
                 key,
                 id,
-                streaming,
                 out,
-                piece,
+                produced,
             } => {
                 let (mut cx, conns) = self.cx(now, key, false);
-                if let Some(conn) = conns.get_mut(key).filter(|c| c.id == id) {
-                    conn.produced(streaming, out, piece);
-                    let next = conn.drive(&mut cx);
-                    self.apply(key, next, false);
+                let unwanted = match conns.get_mut(key).filter(|c| c.id == id) {
+                    Some(conn) => {
+                        let unwanted = conn.produced(out, produced);
+                        let next = conn.drive(&mut cx);
+                        self.apply(key, next, false);
+                        unwanted
+                    }
+                    // The connection went while its body's piece was made.
+                    None => produced.into_body(),
+                };
+                if let (Some(body), Some(pool)) = (unwanted, &self.pool) {
+                    pool.send(Job::Discard(body));
                 }
             }
             Done::Session { key, id, mut work } => {

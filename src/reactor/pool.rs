@@ -13,7 +13,7 @@ use crate::Handler;
 use crate::http::request::RequestHead;
 use crate::http::session::Work;
 use crate::http::spool::Received;
-use crate::http::stream::{Piece, Streaming};
+use crate::http::stream::{Produced, Streaming};
 use crate::net::transport::Address;
 use crate::stats::Counters;
 
@@ -43,6 +43,9 @@ pub(crate) enum Job {
     },
     /// A closed session's last callbacks (a WebSocket's `on_close`): nothing comes back.
     Last(Box<dyn Work>),
+    /// A streamed body whose connection went while its piece was made: dropped here, since
+    /// its drop is handler code too. Nothing comes back.
+    Discard(Streaming),
 }
 
 /// A worker's answer, on its way back to the loop.
@@ -61,9 +64,8 @@ pub(crate) enum Done {
     Produced {
         key: usize,
         id: u64,
-        streaming: Streaming,
         out: Vec<u8>,
-        piece: Piece,
+        produced: Produced,
     },
 }
 
@@ -119,19 +121,19 @@ pub(crate) fn run<H: Handler>(
             Job::Produce {
                 key,
                 id,
-                mut streaming,
+                streaming,
                 mut out,
             } => {
-                let piece = streaming.produce_piece(&mut out);
+                let produced = streaming.produce_away(&mut out);
                 reply.push(Done::Produced {
                     key,
                     id,
-                    streaming,
                     out,
-                    piece,
+                    produced,
                 });
             }
             Job::Last(mut work) => work.run(),
+            Job::Discard(streaming) => drop(streaming),
         }
     }
 }

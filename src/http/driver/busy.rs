@@ -69,8 +69,10 @@ pub(super) enum Exchange {
     /// parsed until it is done, so responses stay in order.
     Streaming(Streaming),
     /// The streamed body's producer is away on a worker for its next piece, with the output
-    /// buffer ([`Driver::produced`](super::Driver::produced) brings both back).
-    Producing,
+    /// buffer ([`Driver::produced`](super::Driver::produced) brings both back); `sent` body
+    /// bytes were produced before (the access log's count, should the connection close
+    /// meanwhile).
+    Producing { sent: u64 },
     /// A response that hands the connection over is queued; once it is out, the connection is
     /// switched.
     Switching(Switch),
@@ -84,7 +86,7 @@ impl Exchange {
     pub(super) fn replace(&mut self, next: Exchange) -> Option<Exchange> {
         match self {
             // Nothing to drop: forgetting a variant without fields leaks nothing.
-            Exchange::Head | Exchange::Running | Exchange::Producing => {
+            Exchange::Head | Exchange::Running | Exchange::Producing { .. } => {
                 std::mem::forget(std::mem::replace(self, next));
                 None
             }
@@ -218,7 +220,7 @@ impl Busy {
                 Exchange::Running
                 | Exchange::Handed(_)
                 | Exchange::Streaming(_)
-                | Exchange::Producing
+                | Exchange::Producing { .. }
                 | Exchange::Switching(_) => false,
             }
     }

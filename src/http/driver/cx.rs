@@ -132,8 +132,9 @@ pub(crate) struct Cx<'a> {
     pub(super) readiness: Readiness,
     /// Whether the engine reported the stream readable for this turn.
     pub(super) began: Began,
-    /// A streamed body's producer (handler code) may run here: false on a thread that must not
-    /// run handler code (the thread-pool engine's parker), which gets [`Action::Produce`].
+    /// A streamed body's producer (handler code) may run here: false where the engine places
+    /// it itself (the thread-pool engine's parker hands it to a worker; the reactor's loop
+    /// lends it to its pool, or produces it timed), which gets [`Action::Produce`].
     pub(super) produce: bool,
     pub(super) turn: Turn,
 }

@@ -215,7 +215,7 @@ impl Driver {
             let parsing = match busy.at {
                 Exchange::Switching(_) => return self.switch(io, cx),
                 Exchange::Streaming(_)
-                | Exchange::Producing
+                | Exchange::Producing { .. }
                 | Exchange::Running
                 | Exchange::Handed(_) => false,
                 Exchange::Head | Exchange::Body { .. } => !self.conn.is_closing(),
@@ -406,8 +406,10 @@ impl Driver {
         match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Partial(bytes) => pools.give_read(bytes),
             Phase::Busy(busy) => {
-                if let Exchange::Streaming(st) = &busy.at {
-                    self.conn.streamed(st.sent());
+                match &busy.at {
+                    Exchange::Streaming(st) => self.conn.streamed(st.sent()),
+                    Exchange::Producing { sent } => self.conn.streamed(*sent),
+                    _ => {}
                 }
                 busy.release(pools);
             }
@@ -579,7 +581,7 @@ impl Driver {
             Exchange::Running
             | Exchange::Handed(_)
             | Exchange::Streaming(_)
-            | Exchange::Producing
+            | Exchange::Producing { .. }
             | Exchange::Switching(_) => Step::NeedInput,
         }
     }

@@ -9,7 +9,7 @@ use super::cx::FILE_BYTES_PER_TURN;
 use super::{Action, Cx, Driver, Handover, Io, Phase};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
-use crate::http::stream::{Piece, Streaming};
+use crate::http::stream::{Piece, Produced, Streaming};
 
 /// What sending a file body straight from its file came to.
 enum Sent {
@@ -33,7 +33,7 @@ impl Driver {
         cx: &mut Cx<'_>,
     ) -> Option<Action> {
         // Its output is with its producer: nothing to write or read until it is back.
-        if matches!(busy_at(&self.phase), Some(Exchange::Producing)) {
+        if matches!(busy_at(&self.phase), Some(Exchange::Producing { .. })) {
             return Some(Action::Wait {
                 read: false,
                 write: false,
@@ -109,7 +109,8 @@ impl Driver {
             return false;
         };
         if let Piece::Ended { complete } = st.produce_piece(&mut busy.out) {
-            self.stream_ended(complete);
+            let sent = st.sent();
+            self.stream_ended(sent, complete);
         }
         true
     }
@@ -120,14 +121,14 @@ impl Driver {
         self.stream_step();
     }
 
-    /// The streamed body ended: the response is done (cut short unless `complete`).
-    fn stream_ended(&mut self, complete: bool) {
+    /// The streamed body ended after `sent` bytes: the response is done (cut short unless
+    /// `complete`).
+    fn stream_ended(&mut self, sent: u64, complete: bool) {
         let Phase::Busy(busy) = &mut self.phase else {
             return;
         };
-        if let Some(Exchange::Streaming(st)) = busy.at.replace(Exchange::Head) {
-            self.conn.streamed(st.sent());
-        }
+        drop(busy.at.replace(Exchange::Head));
+        self.conn.streamed(sent);
         if !complete {
             self.conn.abort();
         }
@@ -140,29 +141,32 @@ impl Driver {
         let Phase::Busy(busy) = &mut self.phase else {
             return None;
         };
-        if !matches!(busy.at, Exchange::Streaming(_)) || busy.unwritten() > 0 {
-            return None;
-        }
-        let Some(Exchange::Streaming(st)) = busy.at.replace(Exchange::Producing) else {
+        let sent = match &busy.at {
+            Exchange::Streaming(st) if busy.unwritten() == 0 => st.sent(),
+            _ => return None,
+        };
+        let Some(Exchange::Streaming(st)) = busy.at.replace(Exchange::Producing { sent }) else {
             return None;
         };
         Some((st, busy.lend_out()))
     }
 
     /// The producer lent by [`lend_producer`](Self::lend_producer) is back, with the output
-    /// buffer and what `piece` it produced into it; the engine drives on to write it.
-    pub(crate) fn produced(&mut self, st: Streaming, out: Vec<u8>, piece: Piece) {
+    /// buffer holding what it produced ([`Streaming::produce_away`]); the engine drives on to
+    /// write it. Given back anywhere else, the producer is returned.
+    pub(crate) fn produced(&mut self, out: Vec<u8>, produced: Produced) -> Option<Streaming> {
         let Phase::Busy(busy) = &mut self.phase else {
-            return;
+            return Some(produced).and_then(Produced::into_body);
         };
-        if !matches!(busy.at, Exchange::Producing) {
-            return;
+        if !matches!(busy.at, Exchange::Producing { .. }) {
+            return Some(produced).and_then(Produced::into_body);
         }
         busy.out_back(out);
-        drop(busy.at.replace(Exchange::Streaming(st)));
-        if let Piece::Ended { complete } = piece {
-            self.stream_ended(complete);
+        match produced {
+            Produced::More(st) => drop(busy.at.replace(Exchange::Streaming(st))),
+            Produced::Ended { sent, complete } => self.stream_ended(sent, complete),
         }
+        None
     }
 
     /// With its output out and nothing to parse: the connection closes as the core said

@@ -617,13 +617,13 @@ fn a_producer_lent_to_a_worker_comes_back_with_its_piece_and_the_response_goes_o
     let last = loop {
         match b.driver.drive(&mut b.io, &mut cx) {
             Action::Produce => {
-                let (mut st, mut out) = b.driver.lend_producer().expect("a producer to lend");
+                let (st, mut out) = b.driver.lend_producer().expect("a producer to lend");
                 assert!(b.driver.lend_producer().is_none(), "lent once");
                 b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
                 let waits = b.driver.drive(&mut b.io, &mut cx);
                 assert_eq!(shown(&waits), wait(false, false, None));
-                let piece = st.produce_piece(&mut out);
-                b.driver.produced(st, out, piece);
+                let produced = st.produce_away(&mut out);
+                assert!(b.driver.produced(out, produced).is_none(), "taken back");
                 lent += 1;
             }
             other => break other,

@@ -10,7 +10,7 @@ use crate::http::driver::{self, Action, Handover, Request};
 use crate::http::request::RequestHead;
 use crate::http::session::Start;
 use crate::http::session_driver::SessionDriver;
-use crate::http::stream::{Piece, Streaming};
+use crate::http::stream::{Produced, Streaming};
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
 
@@ -100,10 +100,12 @@ impl Connection {
         }
     }
 
-    /// A pool worker produced the next piece of a streamed body.
-    pub(crate) fn produced(&mut self, streaming: Streaming, out: Vec<u8>, piece: Piece) {
-        if let Phase::Http(driver) = &mut self.phase {
-            driver.produced(streaming, out, piece);
+    /// A pool worker produced the next piece of a streamed body. The body comes back when the
+    /// connection no longer waits for it, to be dropped on a worker.
+    pub(crate) fn produced(&mut self, out: Vec<u8>, produced: Produced) -> Option<Streaming> {
+        match &mut self.phase {
+            Phase::Http(driver) => driver.produced(out, produced),
+            _ => produced.into_body(),
         }
     }
 
