@@ -32,14 +32,19 @@ impl Connection {
         let handover = loop {
             match driver.drive(self.socket.get_mut(), &mut turn) {
                 Action::Run(Request { head, mut body }) => match cx.pool {
-                    // Earlier responses go out while the pool runs it: drive on.
-                    Some(pool) => pool.send(Job::Http {
-                        key: cx.key,
-                        id: self.id,
-                        head,
-                        body,
-                        peer: Some(self.peer.clone()),
-                    }),
+                    // Earlier responses go out while the pool runs it: drive on. Counted as
+                    // served before it goes (a `/stats` handler on a worker sees itself, not
+                    // the gauge of before, which the loop settles only after this step).
+                    Some(pool) => {
+                        self._open.set(Activity::Writing);
+                        pool.send(Job::Http {
+                            key: cx.key,
+                            id: self.id,
+                            head,
+                            body,
+                            peer: Some(self.peer.clone()),
+                        });
+                    }
                     None => {
                         // Counted as served while its handler runs (a `/stats` handler sees
                         // itself); the step's end settles the gauge.
