@@ -164,7 +164,10 @@ fn response_head(bytes: &[u8]) -> (u16, Fields, usize) {
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             fields.chunked = value.eq_ignore_ascii_case("chunked");
         } else if h.name.eq_ignore_ascii_case("connection") {
-            fields.close = value.eq_ignore_ascii_case("close");
+            // A list of options (`upgrade, close` on a 426 naming its protocol).
+            fields.close = value
+                .split(',')
+                .any(|option| option.trim().eq_ignore_ascii_case("close"));
         }
     }
     assert!(
