@@ -152,11 +152,7 @@ impl RequestHead {
     /// The host (and port) the request is for: an absolute-form target's authority, for which
     /// the `Host` field is ignored (RFC 9112 §3.2.2), else the `Host` field.
     pub(crate) fn host(&self) -> Option<&str> {
-        let t = self.target();
-        match t.starts_with('/') {
-            true => self.header("host"),
-            false => absolute_parts(t).map_or_else(|| self.header("host"), |(a, _)| Some(a)),
-        }
+        absolute_parts(self.target()).map_or_else(|| self.header("host"), |(a, _)| Some(a))
     }
 
     pub(crate) fn path(&self) -> &str {

@@ -155,12 +155,10 @@ impl Driver {
     /// buffer holding what it produced ([`Streaming::produce_away`]); the engine drives on to
     /// write it. Given back anywhere else, the producer is returned.
     pub(crate) fn produced(&mut self, out: Vec<u8>, produced: Produced) -> Option<Streaming> {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return Some(produced).and_then(Produced::into_body);
+        let busy = match &mut self.phase {
+            Phase::Busy(busy) if matches!(busy.at, Exchange::Producing { .. }) => busy,
+            _ => return produced.into_body(),
         };
-        if !matches!(busy.at, Exchange::Producing { .. }) {
-            return Some(produced).and_then(Produced::into_body);
-        }
         busy.out_back(out);
         match produced {
             Produced::More(st) => drop(busy.at.replace(Exchange::Streaming(st))),
