@@ -175,3 +175,63 @@ fn with_pool_dispatch_a_streamed_body_is_produced_on_a_worker_not_the_loop() {
     );
     reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
 }
+
+#[test]
+fn a_fast_reader_of_an_endless_body_does_not_keep_the_loop_from_the_others() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use twinhttp::reactor::{Dispatch, Reactor};
+    const PIECE: usize = 16 << 10;
+    // `/endless` streams 16 KiB pieces for ever and counts them; `/` says how many had been
+    // made when it ran.
+    let made = Arc::new(AtomicUsize::new(0));
+    let (going, flowing) = crossbeam_channel::bounded::<()>(1);
+    let counted = made.clone();
+    let handler = move |req: &mut Request<'_>| match req.path() {
+        "/endless" => {
+            let (made, going) = (counted.clone(), going.clone());
+            Response::new(200).with_body(Body::chunks(std::iter::from_fn(move || {
+                if made.fetch_add(1, Ordering::Relaxed) == 128 {
+                    let _ = going.try_send(());
+                }
+                Some(vec![b'x'; PIECE])
+            })))
+        }
+        _ => Response::text(counted.load(Ordering::Relaxed).to_string()),
+    };
+    // One loop, handlers inline: both clients are on it, and the body is produced on it.
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Inline)
+        .serve("127.0.0.1:0", handler)
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    let mut fast = support::connect(addr);
+    support::send(&mut fast, b"GET /endless HTTP/1.1\r\nHost: t\r\n\r\n");
+    let hang_up = fast.try_clone().expect("a second handle");
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(1..) = fast.read(&mut buf) {}
+    });
+    flowing
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the body flows");
+    let mut other = Client::new(addr);
+    other.read_timeout(Duration::from_secs(30));
+    other.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let asked = made.load(Ordering::Relaxed);
+    let at: usize = other.response().text().parse().expect("a count");
+    // Its turn ends after 1 MiB (64 pieces), and the loop's next wait sees the other
+    // connection (accepted at one wait, read at the next, with a turn of the body between
+    // each): a few turns, counted in pieces, whatever the machine's speed. Without the turn's
+    // share, the body went on until the socket was full: from 99 to 36,750 pieces here.
+    assert!(
+        at - asked <= 6 * 64,
+        "answered after {} more pieces of the endless body",
+        at - asked
+    );
+    // The endless body ends when its reader goes.
+    let _ = hang_up.shutdown(std::net::Shutdown::Both);
+    reader.join().expect("the reader");
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+}

@@ -186,12 +186,22 @@ pub(super) struct Turn {
     /// read would only say `WouldBlock`. (Waiting instead is safe where the engine's wait is
     /// level-triggered: what is left in the socket, the end of input too, is reported again.)
     pub(super) drained: bool,
-    /// File bytes sent straight from their file in this turn.
-    pub(super) file_bytes: usize,
+    /// Body bytes sent in this turn: a file's straight from its file, a streamed body's
+    /// pieces.
+    pub(super) body_bytes: usize,
 }
 
-/// File bytes a turn sends before the connection yields to the others.
-pub(super) const FILE_BYTES_PER_TURN: usize = 1 << 20;
+impl Turn {
+    /// `n` more body bytes went out in this turn: true when the turn has sent its share.
+    pub(super) fn sent_body(&mut self, n: usize) -> bool {
+        self.body_bytes = self.body_bytes.saturating_add(n);
+        self.body_bytes >= BODY_BYTES_PER_TURN
+    }
+}
+
+/// Body bytes a turn sends (a file's, or a streamed body's pieces) before the connection
+/// yields to the others: a fast reader of a large or endless body does not keep them waiting.
+pub(super) const BODY_BYTES_PER_TURN: usize = 1 << 20;
 
 impl<'a> Cx<'a> {
     /// One turn of a connection.
@@ -217,7 +227,7 @@ impl<'a> Cx<'a> {
             turn: Turn {
                 budget: REQUEST_BUDGET,
                 drained: false,
-                file_bytes: 0,
+                body_bytes: 0,
             },
         }
     }
@@ -228,7 +238,7 @@ impl<'a> Cx<'a> {
         self.turn = Turn {
             budget: REQUEST_BUDGET,
             drained: false,
-            file_bytes: 0,
+            body_bytes: 0,
         };
         self
     }

@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use super::busy::{Exchange, Switch};
-use super::cx::FILE_BYTES_PER_TURN;
 use super::{Action, Cx, Driver, Handover, Io, Phase};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
@@ -40,29 +39,36 @@ impl Driver {
                 until: None,
             });
         }
+        let piece = self.piece_unwritten();
         if let Some(blocked) = self.flush(io, cx) {
             return Some(blocked);
         }
         match self.send_file(io, cx.now) {
             Sent::NotAFile => {}
-            // A fast reader of a large file does not keep the others waiting.
-            Sent::Some(n) => {
-                cx.turn.file_bytes = cx.turn.file_bytes.saturating_add(n);
-                if cx.turn.file_bytes >= FILE_BYTES_PER_TURN {
-                    return Some(Action::Yield);
-                }
-                return None;
-            }
+            Sent::Some(n) => return cx.turn.sent_body(n).then_some(Action::Yield),
             Sent::Blocked => return Some(self.wait(false, true, cx.now)),
             Sent::Failed => return Some(self.close(cx.pools)),
         }
-        if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) && !cx.produce {
-            return Some(Action::Produce);
+        if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) {
+            if cx.turn.sent_body(piece) {
+                return Some(Action::Yield);
+            }
+            if !cx.produce {
+                return Some(Action::Produce);
+            }
         }
         if self.stream_step() {
             return None;
         }
         Some(self.hold(io, cx))
+    }
+
+    /// The unwritten bytes of a streamed body's piece: what the turn's next flush sends of it.
+    fn piece_unwritten(&self) -> usize {
+        match &self.phase {
+            Phase::Busy(busy) if matches!(busy.at, Exchange::Streaming(_)) => busy.unwritten(),
+            _ => 0,
+        }
     }
 
     /// Sends the next part of a file body straight from the file, where the stream can.

@@ -639,3 +639,54 @@ fn a_producer_lent_to_a_worker_comes_back_with_its_piece_and_the_response_goes_o
     // The response said it was the last: what came meanwhile is not answered.
     assert_eq!(shown(&last), "close");
 }
+
+#[test]
+fn a_fast_reader_of_a_streamed_body_yields_the_turn_after_its_share() {
+    const PIECE: usize = 16 << 10;
+    const PIECES: usize = 512; // 8 MiB: eight turns' share
+    for producers in [true, false] {
+        let mut b = Bench::new();
+        b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        let mut turns = Vec::new();
+        let mut last = None;
+        for turn in 0..2 * PIECES {
+            let mut cx = harness_cx!(b, false);
+            if !producers {
+                cx = cx.without_producers();
+            }
+            let before = b.io.out.len();
+            let action = loop {
+                match b.driver.drive(&mut b.io, &mut cx) {
+                    Action::Run(Request { head, .. }) => {
+                        assert_eq!(turn, 0, "one request");
+                        let pieces = std::iter::repeat_n(vec![b'x'; PIECE], PIECES);
+                        let resp = Response::new(200).with_body(Body::chunks(pieces));
+                        b.driver.answer(head, Answer::Returned(resp), &mut cx);
+                    }
+                    // The engine that drives without producers produces on the loop (inline).
+                    Action::Produce => b.driver.produce(),
+                    other => break other,
+                }
+            };
+            turns.push(b.io.out.len() - before);
+            if !matches!(action, Action::Yield) {
+                last = Some(action);
+                break;
+            }
+        }
+        // The client takes all it is sent, yet each turn ends once it has sent its share (1 MiB
+        // and the piece that passed it), and the next turn goes on from there.
+        let share = super::cx::BODY_BYTES_PER_TURN;
+        assert_eq!(turns.len(), 9, "{producers}: {turns:?}");
+        for sent in &turns[..8] {
+            assert!(
+                (share..share + 2 * PIECE).contains(sent),
+                "{producers}: {turns:?}"
+            );
+        }
+        assert_eq!(shown(&last.expect("the response ends")), "close");
+        let out = b.io.take_out();
+        assert_eq!(out.matches(&"x".repeat(PIECE)).count(), PIECES);
+        assert!(out.ends_with("\r\n0\r\n\r\n"), "{producers}");
+    }
+}
