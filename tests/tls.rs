@@ -403,6 +403,83 @@ fn silent_connections_do_not_stop_new_clients(engine: Engine) {
     drop(silent);
 }
 
+/// With pool dispatch, a file's pieces over TLS are read and encrypted on the event loop (the
+/// core's work, as `sendfile` is on plain TCP), not sent to the pool piece by piece: the file goes
+/// out while every worker of the pool is held by a handler.
+#[test]
+fn with_pool_dispatch_a_file_goes_out_over_tls_while_every_worker_is_held() {
+    use crossbeam_channel::bounded;
+    use twinhttp::reactor::{Dispatch, Reactor};
+    use twinhttp::{Request, Response};
+    const LEN: usize = 32 << 20; // more than the sockets hold between the two sides
+    let pki = Pki::new();
+    let path = std::env::temp_dir().join(format!("twinhttp-tls-pool-{}.bin", std::process::id()));
+    let bytes: Vec<u8> = (0..LEN).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &bytes).expect("write the file");
+    let (holding, held) = bounded::<()>(2);
+    let (release, released) = bounded::<()>(0);
+    let served = path.clone();
+    let handler = move |req: &mut Request<'_>| match req.path() {
+        "/held" => {
+            let _ = holding.send(());
+            let _ = released.recv();
+            Response::text("released")
+        }
+        _ => Response::file(req, &served),
+    };
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Pool(2))
+        .tls(pki.server.clone())
+        .serve("127.0.0.1:0", handler)
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    // The file's head and first pieces come; the rest waits for the client to read.
+    let mut file = pki.connect(addr);
+    file.write_all(b"GET /f HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("the request");
+    let mut got = Vec::with_capacity(LEN + 1024);
+    let mut buf = vec![0u8; 64 << 10];
+    let head_len = loop {
+        let n = file.read(&mut buf).expect("the response begins");
+        assert!(n > 0, "the response begins");
+        got.extend_from_slice(&buf[..n]);
+        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    // Every worker of the pool is taken by a handler that waits for the test.
+    let mut holders: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = pki.client(addr);
+            c.send(b"GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+            c
+        })
+        .collect();
+    for _ in 0..2 {
+        held.recv_timeout(Duration::from_secs(10))
+            .expect("a worker holds");
+    }
+    // The rest of the file comes all the same (the socket's read timeout is 10 s).
+    while got.len() < head_len + LEN {
+        let n = file
+            .read(&mut buf)
+            .expect("the rest of the file, with every worker held");
+        assert!(n > 0, "the file is cut at {} bytes", got.len() - head_len);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got[head_len..] == bytes[..], "the file's bytes");
+    for _ in 0..2 {
+        release.send(()).expect("a held handler");
+    }
+    for c in &mut holders {
+        assert_eq!(c.response().text(), "released");
+    }
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+    let _ = std::fs::remove_file(&path);
+}
+
 engine_tests!(
     keep_alive_and_pipelining,
     bodies_both_ways,

@@ -50,6 +50,12 @@ impl Streaming {
         }
     }
 
+    /// Whether producing a piece runs handler code (a reader's, an iterator's): false for a
+    /// file, whose pieces the core reads itself, wherever the engine would run a handler's.
+    pub(crate) fn runs_handler_code(&self) -> bool {
+        !matches!(self.body, BodyKind::File(..))
+    }
+
     /// `n` bytes of the file went out straight from it.
     pub(crate) fn file_sent(&mut self, n: usize) {
         if let Encoder::Length { remaining } = &mut self.encoder {

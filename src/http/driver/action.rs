@@ -44,8 +44,8 @@ pub(crate) enum Action {
     },
     /// Work is left after the turn's budget: drive it again once other connections had a turn.
     Yield,
-    /// A streamed body's next piece is due: drive it again where handler code may run (only
-    /// with [`Cx::without_producers`]).
+    /// A streamed body's next piece is due: produce it where handler code may run, then drive
+    /// on (only with [`Cx::files_only`] or [`Cx::without_producers`]).
     Produce,
     /// The connection is over: close it (a lingering close or an abort was carried out).
     Close,

@@ -11,6 +11,7 @@ use crate::http::origin::Relay;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
+use crate::http::stream::Streaming;
 use crate::limits::Limits;
 use crate::transport::Transport;
 
@@ -132,10 +133,8 @@ pub(crate) struct Cx<'a> {
     pub(super) readiness: Readiness,
     /// Whether the engine reported the stream readable for this turn.
     pub(super) began: Began,
-    /// A streamed body's producer (handler code) may run here: false where the engine places
-    /// it itself (the thread-pool engine's parker hands it to a worker; the reactor's loop
-    /// lends it to its pool, or produces it timed), which gets [`Action::Produce`].
-    pub(super) produce: bool,
+    /// Which streamed bodies' pieces are produced here; the others get [`Action::Produce`].
+    pub(super) produce: Producers,
     pub(super) turn: Turn,
 }
 
@@ -176,6 +175,31 @@ pub(super) enum Input {
     /// since is reported by the wait. (The reactor's pool dispatch read once more per request
     /// without this.)
     Drained,
+}
+
+/// Which streamed bodies' pieces a turn produces itself, by the thread it runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Producers {
+    /// Every one: handler code may run here (a worker).
+    All,
+    /// A file's, which the core reads itself (over TLS, where it cannot go straight from the
+    /// file), not a handler's (a reader's, an iterator's): the reactor's loop, which lends
+    /// those to its pool or produces them timed.
+    Files,
+    /// None: the thread-pool engine's parker, one thread for every parked connection, hands
+    /// them all to a worker.
+    None,
+}
+
+impl Producers {
+    /// Whether this turn produces `st`'s next piece itself.
+    pub(super) fn here(self, st: &Streaming) -> bool {
+        match self {
+            Producers::All => true,
+            Producers::Files => !st.runs_handler_code(),
+            Producers::None => false,
+        }
+    }
 }
 
 /// What is left of a connection's turn (one wake-up of the engine for it).
@@ -223,7 +247,7 @@ impl<'a> Cx<'a> {
             closing,
             readiness: Readiness::Level,
             began: Began::Readable,
-            produce: true,
+            produce: Producers::All,
             turn: Turn {
                 budget: REQUEST_BUDGET,
                 drained: false,
@@ -260,13 +284,21 @@ impl<'a> Cx<'a> {
         self
     }
 
-    /// No handler code runs here: a streamed body's next piece is left for [`Action::Produce`].
+    /// No handler code runs here (the reactor's loop): a streamed body's next piece is left
+    /// for [`Action::Produce`], unless it is a file's, which the core reads itself.
+    pub(crate) fn files_only(mut self) -> Self {
+        self.produce = Producers::Files;
+        self
+    }
+
+    /// No streamed body's piece is produced here (the thread-pool engine's parker): each is
+    /// left for [`Action::Produce`].
     #[cfg_attr(
         not(any(feature = "server", feature = "bench-internals")),
         allow(dead_code)
     )]
     pub(crate) fn without_producers(mut self) -> Self {
-        self.produce = false;
+        self.produce = Producers::None;
         self
     }
 }

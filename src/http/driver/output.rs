@@ -49,11 +49,11 @@ impl Driver {
             Sent::Blocked => return Some(self.wait(false, true, cx.now)),
             Sent::Failed => return Some(self.close(cx.pools)),
         }
-        if matches!(busy_at(&self.phase), Some(Exchange::Streaming(_))) {
+        if let Some(Exchange::Streaming(st)) = busy_at(&self.phase) {
             if cx.turn.sent_body(piece) {
                 return Some(Action::Yield);
             }
-            if !cx.produce {
+            if !cx.produce.here(st) {
                 return Some(Action::Produce);
             }
         }

@@ -10,6 +10,7 @@ use crate::http::access::Logging;
 use crate::http::date::DateLine;
 use crate::http::linger::LINGER_TIME;
 use crate::http::refusal::Refusal;
+use crate::http::response::BodyKind;
 use crate::limits::Limits;
 use crate::{Body, Response};
 
@@ -688,5 +689,46 @@ fn a_fast_reader_of_a_streamed_body_yields_the_turn_after_its_share() {
         let out = b.io.take_out();
         assert_eq!(out.matches(&"x".repeat(PIECE)).count(), PIECES);
         assert!(out.ends_with("\r\n0\r\n\r\n"), "{producers}");
+    }
+}
+
+#[test]
+fn on_a_loop_a_file_body_is_read_by_the_driver_and_a_handler_body_is_left_to_the_engine() {
+    use std::io::{Seek as _, Write as _};
+    let mut file = tempfile::tempfile().expect("a temporary file");
+    file.write_all(&[b'f'; 40_000]).expect("written");
+    file.rewind().expect("rewound");
+    let bodies = [
+        (BodyKind::File(file, 40_000), 0),
+        (Body::chunks(vec![b"ab".to_vec()].into_iter()).kind, 2),
+    ];
+    for (kind, asked) in bodies {
+        let mut b = Bench::new();
+        b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        // The reactor's loop: a stream that cannot send from the file (TLS), no handler code.
+        let mut cx = harness_cx!(b, false).files_only();
+        let Action::Run(Request { head, .. }) = b.driver.drive(&mut b.io, &mut cx) else {
+            panic!("the request is run");
+        };
+        let resp = Response::new(200).with_body(Body { kind });
+        b.driver.answer(head, Answer::Returned(resp), &mut cx);
+        let mut produce = 0;
+        let last = loop {
+            match b.driver.drive(&mut b.io, &mut cx) {
+                Action::Produce => {
+                    produce += 1;
+                    b.driver.produce();
+                }
+                other => break other,
+            }
+        };
+        assert_eq!(shown(&last), "close");
+        assert_eq!(produce, asked, "pieces left to the engine");
+        let out = b.io.take_out();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        if asked == 0 {
+            assert!(out.contains("\r\nContent-Length: 40000\r\n"), "{out}");
+            assert!(out.ends_with(&"f".repeat(40_000)), "a file read whole");
+        }
     }
 }

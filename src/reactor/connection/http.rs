@@ -22,10 +22,11 @@ impl Connection {
             return Next::Close;
         };
         // A streamed body's next piece (handler code) is the loop's to place: on a worker with
-        // pool dispatch, here and timed as a handler call with inline dispatch.
+        // pool dispatch, here and timed as a handler call with inline dispatch. A file's pieces
+        // (over TLS) are the core's: the driver reads them here, as it sends them by `sendfile`.
         let mut turn =
             driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing)
-                .without_producers();
+                .files_only();
         if !cx.readable {
             turn.not_readable();
         }
