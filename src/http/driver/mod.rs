@@ -14,13 +14,13 @@
 //! handler runs, so that a handler never waits on its client. Output always goes first: while it
 //! cannot drain, the connection reads nothing more (backpressure).
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 mod action;
 mod body_in;
 pub(crate) mod busy;
 mod cx;
+mod input;
 mod output;
 #[cfg(any(test, feature = "bench-internals"))]
 pub(crate) mod script;
@@ -34,7 +34,7 @@ use cx::{Began, Input, Readiness};
 pub(crate) use cx::{Cx, Io, Rules, Tally};
 use output::drain;
 
-use body_in::{BodyEnd, BodyIn};
+use body_in::BodyEnd;
 use busy::{Busy, Exchange, Fill, Switch};
 
 use crate::MinRate;
@@ -44,11 +44,10 @@ use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, Answer, Conn, Late};
 use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
-use crate::http::origin::{self, Hop};
+use crate::http::origin::Hop;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request::RequestHead;
-use crate::http::spool::{Received, Spool};
 use crate::http::stream::Streaming;
 use crate::rate::Meter;
 
@@ -450,153 +449,6 @@ impl Driver {
         if let Some(Phase::Busy(busy)) = self.phase.replace(next) {
             pools.give_busy(busy);
         }
-    }
-
-    /// Works through buffered input: a head, body bytes, or a whole request. A whole head's
-    /// origin is worked out from the peer, the client a PROXY protocol header named
-    /// (`proxied`) and the forwarded headers.
-    fn process(&mut self, proxied: Option<IpAddr>, cx: &mut Cx<'_>) -> Step {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return Step::NeedInput;
-        };
-        if busy.read.is_empty() {
-            return Step::NeedInput;
-        }
-        match &mut busy.at {
-            Exchange::Head => {
-                let mut head = busy.head.take().unwrap_or_else(|| cx.pools.head());
-                match self
-                    .conn
-                    .recv_head(&mut busy.read, &mut head, &cx.rules.limits)
-                {
-                    Ok(None) => {
-                        busy.keep_head(head, cx.pools);
-                        Step::NeedInput
-                    }
-                    Err(e) => {
-                        busy.keep_head(head, cx.pools);
-                        cx.tally
-                            .refused(self.conn.write_error(e.status(), &mut busy.out, cx.date));
-                        Step::Progress
-                    }
-                    Ok(Some(decoder)) => {
-                        head.origin = origin::locate(&head, self.peer, proxied, &cx.rules.relay);
-                        self.conn.located(&head.origin);
-                        cx.tally.request(&head);
-                        if decoder.is_done() {
-                            return Step::Run(Request {
-                                head,
-                                body: Received::Empty,
-                            });
-                        }
-                        // A handler that streams its body reads it as it arrives.
-                        if cx.rules.streams.as_ref().is_some_and(|s| (s.0)(&head)) {
-                            let continue_due = head.expect_continue && busy.read.is_empty();
-                            let body = BodyIn::new(decoder, cx.rules.body_rate, continue_due);
-                            busy.at = Exchange::Handed(body);
-                            return Step::Run(Request {
-                                head,
-                                body: Received::Streamed,
-                            });
-                        }
-                        // Past the memory budget a request that needs a body buffer is
-                        // turned away to try again soon.
-                        if cx.tally.budget().is_spent() {
-                            busy.keep_head(head, cx.pools);
-                            let _counted_below = self.conn.write_error(503, &mut busy.out, cx.date);
-                            cx.tally.refused(Refusal::BodyOverBudget);
-                            return Step::Progress;
-                        }
-                        // The whole body is read before the handler runs, so a client holding
-                        // it back for `100 Continue` is told to send it now.
-                        self.conn.body_wanted(&head, &busy.read, &mut busy.out);
-                        busy.at = Exchange::Body {
-                            head,
-                            decoder,
-                            body: Spool::new(decoder.remaining()),
-                            meter: Meter::new(cx.rules.body_rate),
-                        };
-                        Step::Progress
-                    }
-                }
-            }
-            Exchange::Body {
-                decoder,
-                body,
-                meter,
-                ..
-            } => {
-                let input = busy.read.filled();
-                match decoder.decode(input, usize::MAX) {
-                    Err(e) => {
-                        cx.tally
-                            .refused(self.conn.write_error(e.status(), &mut busy.out, cx.date));
-                        Step::Progress
-                    }
-                    Ok(d) => {
-                        let kept = body.push(
-                            &input[d.data],
-                            cx.rules.limits.max_body_in_memory,
-                            cx.tally.budget(),
-                        );
-                        busy.read.consume(d.consumed);
-                        meter.moved(cx.now, d.consumed);
-                        if let Err(e) = kept {
-                            log::error!(
-                                "a request body could not be kept in a temporary file: {e}"
-                            );
-                            cx.tally
-                                .refused(self.conn.write_error(503, &mut busy.out, cx.date));
-                            return Step::Progress;
-                        }
-                        if !decoder.is_done() {
-                            return match d.consumed {
-                                0 => Step::NeedInput,
-                                _ => Step::Progress,
-                            };
-                        }
-                        let Exchange::Body { head, body, .. } =
-                            std::mem::replace(&mut busy.at, Exchange::Head)
-                        else {
-                            return Step::NeedInput;
-                        };
-                        match body.finish() {
-                            Ok(body) => Step::Run(Request { head, body }),
-                            Err(e) => {
-                                log::error!(
-                                    "a request body could not be read back from its temporary file: {e}"
-                                );
-                                busy.keep_head(head, cx.pools);
-                                cx.tally.refused(self.conn.write_error(
-                                    503,
-                                    &mut busy.out,
-                                    cx.date,
-                                ));
-                                Step::Progress
-                            }
-                        }
-                    }
-                }
-            }
-            Exchange::Running
-            | Exchange::Handed(_)
-            | Exchange::Streaming(_)
-            | Exchange::Producing { .. }
-            | Exchange::Switching(_) => Step::NeedInput,
-        }
-    }
-
-    /// Reads once from the stream; the first byte of a head starts its deadline.
-    fn fill<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Fill {
-        let Phase::Busy(busy) = &mut self.phase else {
-            return Fill::Closed;
-        };
-        let head_begins = busy.read.is_empty() && matches!(busy.at, Exchange::Head);
-        let filled = busy.fill(io, cx.rules.limits.max_head_bytes);
-        if head_begins && matches!(filled, Fill::Got { .. }) {
-            self.due = self.due.bytes_came(cx.now, cx.rules.header_read);
-        }
-        filled
     }
 }
 

@@ -11,6 +11,7 @@ use crate::http::date::DateLine;
 use crate::http::linger::LINGER_TIME;
 use crate::http::refusal::Refusal;
 use crate::http::response::BodyKind;
+use crate::http::spool::Received;
 use crate::limits::Limits;
 use crate::{Body, Response};
 
