@@ -3,7 +3,8 @@
 # serves a file of SIZE_MB (200) MiB from `--static`, and curl downloads it REPS (3) times per
 # configuration, the configurations interleaved within each repetition. Plain TCP sends the file
 # with `sendfile(2)`; TLS reads and encrypts it in 16 KiB pieces. Reports each download's rate
-# and the server's CPU time per download (utime + stime from /proc), medians (min–max).
+# and the server's CPU time per download (its threads' run time, /proc/PID/schedstat), medians
+# (min–max).
 #
 # usage: bench/file_rate.sh        knobs: REPS (3) SIZE_MB (200) PORT (18444) THREADS (1)
 # One event loop (THREADS) on the reactor, so that a configuration's cost is one thread's.
@@ -19,7 +20,7 @@ command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq 
 echo "building twinhttp's app (all features) ..." >&2
 (cd "$here" && cargo build -q --release --all-features --example app)
 
-work=$(mktemp -d)
+work=$(mktemp -d /tmp/twinhttp-file-rate.XXXXXX)  # no spaces: it goes into a command line
 trap 'stop_server; rm -rf "$work"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -subj /CN=localhost -addext subjectAltName=DNS:localhost \
@@ -33,18 +34,20 @@ configs=(
   "reactor inline::--engine reactor --dispatch inline --threads $THREADS"
   "reactor pool::--engine reactor --dispatch pool --threads $THREADS"
 )
-ticks=$(getconf CLK_TCK)
 raw=$work/raw
+# The server's CPU time so far, in nanoseconds: the scheduler's count for each of its threads
+# (finer than /proc's 10 ms ticks; its threads live as long as the server).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
 for rep in $(seq 1 "$REPS"); do
   for scheme in http https; do
     for config in "${configs[@]}"; do
       label=${config%%::*}; args=${config#*::}
       extra=""; [ "$scheme" = https ] && extra=$tls
       start_server "$label:$PORT:$app $args $extra"
-      before=$(cpu_ticks "$spid")
+      before=$(cpu_ns "$spid")
       rate=$(curl -sS --cacert "$work/cert.pem" -o /dev/null -w '%{speed_download}' \
         --connect-to "localhost:$PORT:127.0.0.1:$PORT" "$scheme://localhost:$PORT/static/big.bin")
-      after=$(cpu_ticks "$spid")
+      after=$(cpu_ns "$spid")
       stop_server
       printf '%s\t%s\t%s\t%s\n' "$scheme" "$label" "$rate" "$((after - before))" >> "$raw"
       echo "rep $rep $scheme $label: $((${rate%.*} >> 20)) MiB/s" >&2
@@ -52,16 +55,16 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 
-python3 - "$raw" "$REPS" "$ticks" "$SIZE_MB" <<'PY'
+python3 - "$raw" "$REPS" "$SIZE_MB" <<'PY'
 import sys, statistics, collections
-raw, reps, ticks, size = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+raw, reps, size = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = collections.defaultdict(list)
 order = []
 for line in open(raw):
     scheme, label, rate, cpu = line.rstrip("\n").split("\t")
     if label not in order:
         order.append(label)
-    rows[(scheme, label)].append((float(rate) / 2**20, float(cpu) / ticks * 1e3))
+    rows[(scheme, label)].append((float(rate) / 2**20, float(cpu) / 1e6))
 def cell(xs, fmt):
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
 print(f"medians (min–max) of {reps} interleaved downloads of a {size} MiB file by curl\n")

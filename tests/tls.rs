@@ -413,7 +413,9 @@ fn with_pool_dispatch_a_file_goes_out_over_tls_while_every_worker_is_held() {
     use twinhttp::{Request, Response};
     const LEN: usize = 32 << 20; // more than the sockets hold between the two sides
     let pki = Pki::new();
-    let path = std::env::temp_dir().join(format!("twinhttp-tls-pool-{}.bin", std::process::id()));
+    // Removed when dropped, however the test ends.
+    let on_disk = tempfile::NamedTempFile::new().expect("a temporary file");
+    let path = on_disk.path().to_owned();
     let bytes: Vec<u8> = (0..LEN).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(&path, &bytes).expect("write the file");
     let (holding, held) = bounded::<()>(2);
@@ -477,7 +479,7 @@ fn with_pool_dispatch_a_file_goes_out_over_tls_while_every_worker_is_held() {
         assert_eq!(c.response().text(), "released");
     }
     reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
-    let _ = std::fs::remove_file(&path);
+    drop(on_disk);
 }
 
 engine_tests!(

@@ -29,9 +29,10 @@ impl Response {
     /// - `404` when there is no such file, `403` when it cannot be read, `405` for methods other
     ///   than GET and HEAD.
     ///
-    /// The thread-pool engine sends the bytes with `sendfile(2)` on Linux; the reactor reads
-    /// them in pieces on its loop (fine for files in the page cache; use pool dispatch for
-    /// cold disks).
+    /// Both engines send the bytes with `sendfile(2)` on Linux over plain TCP and Unix sockets.
+    /// Over TLS they are read in 16 KiB pieces: on a worker of the thread-pool engine, on the
+    /// loop of the reactor whatever its dispatch (fine for files in the page cache; a cold
+    /// disk blocks the loop, so serve big cold files over TLS from the thread-pool engine).
     ///
     /// The `ETag` is made from the file's length and modification time (as nginx makes it), so
     /// it changes when the file is rewritten; it is strong: a range of it is a range of the same

@@ -2,7 +2,8 @@
 //! the loop, and nothing else on that loop (other connections' requests, accepts, deadlines)
 //! runs until it returns; a handler that sleeps or waits on I/O stalls them all, and so does a
 //! streamed body whose next piece waits. Each inline call, and each piece of a streamed body
-//! produced on the loop, is timed on the coarse monotonic clock (a few nanoseconds, no
+//! produced on the loop (a reader's or an iterator's: handler code; not a file's, which the
+//! core reads as it sends one by `sendfile`), is timed on the coarse monotonic clock (a few nanoseconds, no
 //! system call); one that held the loop past the threshold is counted in
 //! `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`] per loop, logged at warn
 //! level (a handler's with its method and path).

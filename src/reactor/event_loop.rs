@@ -180,7 +180,8 @@ impl<H: Handler> EventLoop<H> {
             }
             std::mem::swap(&mut again, &mut self.again);
             for (key, id) in again.drain(..) {
-                if self.conns.get(key).is_some_and(|c| c.id == id) {
+                if let Some(conn) = self.conns.get_mut(key).filter(|c| c.id == id) {
+                    conn.queued = false;
                     self.ready(key, now, false);
                 }
             }
@@ -298,8 +299,10 @@ impl<H: Handler> EventLoop<H> {
         match next {
             Next::Close => self.close(key),
             Next::Again => {
-                if let Some(conn) = self.conns.get(key) {
-                    self.again.push((key, conn.id));
+                if let Some(conn) = self.conns.get_mut(key) {
+                    if !std::mem::replace(&mut conn.queued, true) {
+                        self.again.push((key, conn.id));
+                    }
                 }
             }
             Next::Detach => {

@@ -223,8 +223,8 @@ impl Turn {
     }
 }
 
-/// Body bytes a turn sends (a file's, or a streamed body's pieces) before the connection
-/// yields to the others: a fast reader of a large or endless body does not keep them waiting.
+/// Body bytes (a file's, or a streamed body's pieces) after which a turn ends, once the piece
+/// that passed them is out, and the connection yields to the others: a fast reader of a large or endless body does not keep them waiting.
 pub(super) const BODY_BYTES_PER_TURN: usize = 1 << 20;
 
 impl<'a> Cx<'a> {

@@ -89,6 +89,10 @@ pub(crate) struct Connection {
     pub(crate) armed: Armed,
     /// A readable event came while it did not read: at the next, reading is disarmed.
     pub(crate) stray: bool,
+    /// In its loop's queue of connections run again after their turn's budget: queued once,
+    /// though an event (a level-triggered registration still armed for writing) may give it a
+    /// turn meanwhile that yields again.
+    pub(crate) queued: bool,
     _open: OpenGuard,
 }
 
@@ -118,6 +122,7 @@ impl Connection {
                 write: false,
             },
             stray: false,
+            queued: false,
             _open: open,
         }
     }
