@@ -95,6 +95,16 @@ fn version_1_names_the_client(engine: Engine) {
     let mut c = Client::new(srv.addr);
     c.send(&v1(client));
     assert!(c.roundtrip(WHO).text().starts_with("2001:db8::7 http"));
+    // In two pieces, cut after the source port (where the start alone reads as a header with
+    // an empty destination port): read across the reads.
+    let client = client_of(engine, 3);
+    let header = v1(client);
+    let cut = format!("PROXY TCP4 {} 10.0.0.2 {} ", client.ip(), client.port()).len();
+    let mut c = Client::new(srv.addr);
+    c.send(&header[..cut]);
+    c.send(&header[cut..]);
+    let text = c.roundtrip(WHO).text();
+    assert!(text.starts_with(&format!("{} http", client.ip())), "{text}");
 }
 
 /// A version 2 header sent in pieces (one byte, the rest, then the request) is read across

@@ -25,6 +25,8 @@ const MAX_HEADER: usize = 4096;
 
 /// The longest version 1 header, its CRLF included.
 const V1_MAX: usize = 107;
+/// How a version 1 header begins.
+const V1_PREFIX: &[u8] = b"PROXY ";
 
 /// How much is read at once while the header is incomplete: a version 1 header whole, and a
 /// version 2 header without extensions.
@@ -115,6 +117,16 @@ enum Parsed {
 /// Parses a header at the start of `bytes`.
 fn parse(bytes: &[u8]) -> Parsed {
     let result = HeaderResult::parse(bytes);
+    // A version 1 line is judged once it ended: cut anywhere, its start may read as an error
+    // (`ppp` takes a line cut after the source port for one with an empty destination port).
+    // Bytes that cannot begin one are refused at once.
+    if let (HeaderResult::V1(_), None) = (&result, line_end(bytes)) {
+        let begun = bytes.len().min(V1_PREFIX.len());
+        return match bytes.len() < V1_MAX && bytes[..begun] == V1_PREFIX[..begun] {
+            true => Parsed::Partial,
+            false => Parsed::Invalid,
+        };
+    }
     if result.is_incomplete() {
         let unknown = bytes.starts_with(b"PROXY UNKNOWN ") || bytes.starts_with(b"PROXY UNKNOWN\r");
         return match (&result, line_end(bytes)) {
@@ -124,9 +136,7 @@ fn parse(bytes: &[u8]) -> Parsed {
                 len: end,
                 source: None,
             },
-            (HeaderResult::V1(_), Some(_)) => Parsed::Invalid,
-            // No line end where the protocol allows one.
-            (HeaderResult::V1(_), None) if bytes.len() >= V1_MAX => Parsed::Invalid,
+            (HeaderResult::V1(_), _) => Parsed::Invalid,
             _ => Parsed::Partial,
         };
     }
@@ -319,7 +329,15 @@ mod tests {
                 source: Some("192.0.2.7:51000".parse().expect("an address")),
             }
         );
-        assert_eq!(parse(&header[..20]), Parsed::Partial);
+        // Cut anywhere before its line end, it is awaited (cut after the source port, `ppp`
+        // reads an empty destination port).
+        for cut in 1..header.len() {
+            assert_eq!(parse(&header[..cut]), Parsed::Partial, "cut at {cut}");
+        }
+        let v6 = b"PROXY TCP6 2001:db8::7 2001:db8::1 51000 443\r\n";
+        for cut in 1..v6.len() {
+            assert_eq!(parse(&v6[..cut]), Parsed::Partial, "cut at {cut}");
+        }
         assert_eq!(
             parse(b"PROXY UNKNOWN a b c d e\r\nGET"),
             Parsed::Header {
