@@ -642,6 +642,38 @@ fn generic_upgrade_and_blocking_websocket(engine: Engine) {
     assert_eq!(ws.read().expect("read"), Message::text("own loop"));
 }
 
+/// A generic switch goes only to a protocol the client's `Upgrade` lists (RFC 9110 §7.8), and
+/// its `101` carries no framing fields the handler set (a 1xx has no content).
+fn a_switch_goes_only_to_a_protocol_the_client_offered(engine: Engine) {
+    let srv = start(engine, |_: &mut Request<'_>| {
+        Response::upgrade("x-echo", |_| {})
+            .with_header("Content-Length", "5")
+            .with_header("Transfer-Encoding", "chunked")
+    });
+    for upgrade in ["", "Upgrade: h2c\r\n", "Upgrade: x-echo-not\r\n"] {
+        let request = format!("GET / HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\n{upgrade}\r\n");
+        let (raw, _) = probe(srv.addr, request.as_bytes());
+        assert_eq!(raw.status, 426, "{upgrade:?}");
+        assert_eq!(raw.header("upgrade"), Some("x-echo"), "{upgrade:?}");
+    }
+    for upgrade in ["h2c, X-Echo/2", "x-echo", "h2c\r\nUpgrade: x-echo"] {
+        let mut s = connect(srv.addr);
+        let request = format!(
+            "GET / HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: {upgrade}\r\n\r\n"
+        );
+        s.write_all(request.as_bytes()).expect("send");
+        let head = read_head(&mut s).to_ascii_lowercase();
+        assert!(
+            head.starts_with("http/1.1 101 switching protocols\r\n"),
+            "{head}"
+        );
+        assert!(
+            !head.contains("content-length") && !head.contains("transfer-encoding"),
+            "{head}"
+        );
+    }
+}
+
 fn idle_ping_and_timeout(engine: Engine) {
     let srv = start_with(engine, Config::default(), |req: &mut Request<'_>| match req
         .upgrade_websocket()
@@ -667,6 +699,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 }
 
 engine_tests!(
+    a_switch_goes_only_to_a_protocol_the_client_offered,
     upgrade_edge_cases,
     echo_text_and_binary,
     frames_sent_with_the_upgrade_request_are_not_lost,

@@ -377,7 +377,10 @@ impl Conn {
     ) -> After {
         let refusal = if closing {
             Some(503)
-        } else if !head.conn_upgrade || head.version != Version::Http11 {
+        } else if !head.conn_upgrade
+            || head.version != Version::Http11
+            || !offered(head, resp.header("upgrade"))
+        {
             Some(426)
         } else if !body_in_sync || head.body != BodyFraming::Empty {
             Some(400)
@@ -394,8 +397,10 @@ impl Conn {
             return After::Done;
         };
         status_line(out, 101);
+        // A 1xx has no content, so no framing of its own (RFC 9110 §8.6, RFC 9112 §6.1).
         for (name, value) in resp.headers() {
-            if !name.eq_ignore_ascii_case("connection") {
+            let framing = ["connection", "content-length", "transfer-encoding"];
+            if !framing.iter().any(|f| name.eq_ignore_ascii_case(f)) {
                 field(out, name, value);
             }
         }
@@ -516,6 +521,26 @@ impl Conn {
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
+/// Whether the request's `Upgrade` fields list `protocol`, the one the response switches to: a
+/// server switches only to a protocol the client offered (RFC 9110 §7.8). An element matches by
+/// its name and version, or by its name alone where the response names no version.
+fn offered(head: &RequestHead, protocol: Option<&str>) -> bool {
+    let Some(protocol) = protocol.map(str::trim).filter(|p| !p.is_empty()) else {
+        return false;
+    };
+    let named = |element: &str| {
+        element.eq_ignore_ascii_case(protocol)
+            || (!protocol.contains('/')
+                && element
+                    .split_once('/')
+                    .is_some_and(|(name, _)| name.eq_ignore_ascii_case(protocol)))
+    };
+    head.values_of("upgrade")
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .flat_map(|v| v.split(','))
+        .any(|element| named(element.trim()))
+}
+
 fn status_line(out: &mut Vec<u8>, status: u16) {
     if status == 200 {
         out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");

@@ -140,8 +140,10 @@ impl Response {
 
     /// A generic protocol switch: `101 Switching Protocols` with `Upgrade: protocol`, after which
     /// `then` gets the connection ([`Upgraded`]) on a thread of its own, on either engine. The
-    /// request must carry `Connection: upgrade` (else 426 is sent instead). Its status is the
-    /// `101` it sends:
+    /// request must carry `Connection: upgrade` and list `protocol` in its `Upgrade` field
+    /// (RFC 9110 §7.8; else 426 is sent instead, naming `protocol`). The `101` carries the
+    /// fields set on the response but its framing (`Content-Length`, `Transfer-Encoding`:
+    /// a 1xx has no content). Its status is the `101` it sends:
     ///
     /// ```
     /// let r = twinhttp::Response::upgrade("echo", |_conn| {});
