@@ -58,8 +58,29 @@ fn an_http_target_without_a_valid_host_is_refused(engine: Engine) {
     }
 }
 
+/// A fragment a client sent (a target has none, RFC 9112 §3.2) is not part of the path or the
+/// query: dropped, as hyper and nginx drop it.
+fn a_fragment_is_dropped_from_path_and_query(engine: Engine) {
+    let srv = start(engine, |req: &mut Request<'_>| {
+        Response::text(format!("{} {:?}", req.path(), req.query()))
+    });
+    let mut c = Client::new(srv.addr);
+    for (target, seen) in [
+        ("/info?x=1#frag", "/info Some(\"x=1\")"),
+        ("/info#frag", "/info None"),
+        ("/info#frag?x=1", "/info None"),
+        ("/#", "/ None"),
+        ("http://example.com/a?b#c", "/a Some(\"b\")"),
+    ] {
+        let r =
+            c.roundtrip(format!("GET {target} HTTP/1.1\r\nHost: example.com\r\n\r\n").as_bytes());
+        assert_eq!(r.text(), seen, "{target}");
+    }
+}
+
 engine_tests!(
     absolute_form_routes_by_path,
     the_host_is_the_absolute_form_target_s_authority,
-    an_http_target_without_a_valid_host_is_refused
+    an_http_target_without_a_valid_host_is_refused,
+    a_fragment_is_dropped_from_path_and_query,
 );

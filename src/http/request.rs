@@ -155,18 +155,23 @@ impl RequestHead {
         absolute_parts(self.target()).map_or_else(|| self.header("host"), |(a, _)| Some(a))
     }
 
+    /// The path: up to the query, or to a fragment a client sent though the target has none
+    /// (RFC 9112 §3.2; dropped, as hyper and nginx drop it).
     pub(crate) fn path(&self) -> &str {
         let t = self.origin_target();
-        // A byte scan: targets are short, and `?` is ASCII, so `i` is a character boundary.
-        match t.bytes().position(|b| b == b'?') {
+        // A byte scan: targets are short, and `?` and `#` are ASCII, so `i` is a character
+        // boundary.
+        match t.bytes().position(|b| b == b'?' || b == b'#') {
             Some(0) => "/",
             Some(i) => &t[..i],
             None => t,
         }
     }
 
+    /// The query, without a fragment.
     pub(crate) fn query(&self) -> Option<&str> {
         let t = self.origin_target();
+        let t = t.split_once('#').map_or(t, |(before, _)| before);
         t.bytes().position(|b| b == b'?').map(|i| &t[i + 1..])
     }
 
@@ -405,13 +410,14 @@ impl<'a> Request<'a> {
     }
 
     /// The path: the target up to any `?`, e.g. `"/search"`, with scheme and authority removed
-    /// from an absolute-form target (`http://example.com/search` → `"/search"`). Not
+    /// from an absolute-form target (`http://example.com/search` → `"/search"`), and any
+    /// fragment a client sent (`#...`, which a target does not carry) dropped. Not
     /// percent-decoded.
     pub fn path(&self) -> &'a str {
         self.head.path()
     }
 
-    /// The target after the first `?`, if any. Not percent-decoded.
+    /// The target after the first `?`, if any, up to any fragment (`#...`). Not percent-decoded.
     pub fn query(&self) -> Option<&'a str> {
         self.head.query()
     }
