@@ -674,6 +674,65 @@ fn a_switch_goes_only_to_a_protocol_the_client_offered(engine: Engine) {
     }
 }
 
+/// Holds `on_open` until the test's word, and reports `on_close`'s frame.
+struct HeldOpen {
+    release: crossbeam_channel::Receiver<()>,
+    closed: crossbeam_channel::Sender<Option<u16>>,
+}
+
+impl WsHandler for HeldOpen {
+    fn on_open(&mut self, _: &WsSender) {
+        let _ = self.release.recv();
+    }
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {}
+    fn on_close(&mut self, frame: Option<CloseFrame>) {
+        let _ = self.closed.send(frame.map(|f| u16::from(f.code)));
+    }
+}
+
+/// With pool dispatch, a connection the server fails (here an unmasked frame: 1002) while its
+/// handler is still on a worker (`on_open` held) reports the frame the server sent to
+/// `on_close` once the handler is back, not `None`.
+#[test]
+fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() {
+    use twinhttp::reactor::{Dispatch, Reactor};
+    let (release, released) = crossbeam_channel::bounded::<()>(0);
+    let (closed, close_seen) = crossbeam_channel::bounded::<Option<u16>>(1);
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Pool(2))
+        .serve("127.0.0.1:0", move |req: &mut Request<'_>| {
+            match req.upgrade_websocket() {
+                Ok(u) => u.accept(HeldOpen {
+                    release: released.clone(),
+                    closed: closed.clone(),
+                }),
+                Err(r) => r,
+            }
+        })
+        .expect("reactor starts");
+    let mut s = connect(reactor.local_addr());
+    s.write_all(upgrade_request("").as_bytes()).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
+    // An unmasked text frame: a protocol error the server closes with 1002, then hangs up.
+    s.write_all(&[0x81, 0x02, b'h', b'i']).expect("send");
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest)
+        .expect("the close frame, then the end");
+    assert_eq!(
+        &rest[..4],
+        &[0x88, 0x02, 0x03, 0xea],
+        "a close frame with 1002: {rest:?}"
+    );
+    // The connection is gone; its handler comes back from `on_open`.
+    release.send(()).expect("on_open waits");
+    let frame = close_seen
+        .recv_timeout(Duration::from_secs(10))
+        .expect("on_close runs");
+    assert_eq!(frame, Some(1002));
+    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
 fn idle_ping_and_timeout(engine: Engine) {
     let srv = start_with(engine, Config::default(), |req: &mut Request<'_>| match req
         .upgrade_websocket()

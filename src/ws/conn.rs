@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use tungstenite::error::{Error as WsError, ProtocolError};
@@ -13,6 +12,7 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
+use super::calls::{Call, Calls, HandlerIs, Left};
 use super::sender::Out;
 use super::{WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
@@ -123,70 +123,6 @@ impl Write for WsIo<'_> {
     }
 }
 
-/// A callback due.
-pub(crate) enum Call {
-    Open,
-    Message(WsMessage),
-    Ping(Bytes),
-    Pong(Bytes),
-    Close(Option<CloseFrame>),
-}
-
-/// Callbacks on their way to a pool worker and back.
-struct Calls {
-    handler: Box<dyn WsHandler>,
-    sender: WsSender,
-    calls: Vec<Call>,
-    handler_is: HandlerIs,
-}
-
-/// Where the handler stands, for what may still run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HandlerIs {
-    Live,
-    /// `on_close` ran: nothing more is due.
-    Closed,
-    /// A callback panicked: nothing more runs, and the connection closes with 1011.
-    Panicked,
-}
-
-impl Work for Calls {
-    /// True when `on_close` has not run yet: the connection went while the callbacks were on a
-    /// worker. Queues it (with no frame) for [`Calls::run`].
-    fn close_due(&mut self) -> bool {
-        if self.handler_is != HandlerIs::Live {
-            return false;
-        }
-        self.calls.push(Call::Close(None));
-        true
-    }
-
-    /// Runs the callbacks in order. A panic is logged and stops the rest.
-    fn run(&mut self) {
-        for call in self.calls.drain(..) {
-            if self.handler_is == HandlerIs::Panicked {
-                break;
-            }
-            if matches!(call, Call::Close(_)) {
-                self.handler_is = HandlerIs::Closed;
-            }
-            let h = &mut self.handler;
-            let ws = &self.sender;
-            let ran = catch_unwind(AssertUnwindSafe(|| match call {
-                Call::Open => h.on_open(ws),
-                Call::Message(m) => h.on_message(ws, m),
-                Call::Ping(p) => h.on_ping(ws, &p),
-                Call::Pong(p) => h.on_pong(ws, &p),
-                Call::Close(f) => h.on_close(f),
-            }));
-            if ran.is_err() {
-                log::error!("websocket handler panicked; closing with 1011");
-                self.handler_is = HandlerIs::Panicked;
-            }
-        }
-    }
-}
-
 /// Whether `on_close` is still to be queued, and with what.
 #[derive(Debug)]
 enum OnClose {
@@ -229,6 +165,8 @@ pub(crate) struct WsConn {
     cfg: WsConfig,
     outbox: VecDeque<Out>,
     calls: Vec<Call>,
+    /// Where the calls due go if the connection ends while its handler is away.
+    left: Left,
     life: Life,
     /// Last time a message (or control frame) arrived.
     last_rx: Instant,
@@ -265,6 +203,7 @@ impl WsConn {
             cfg,
             outbox: VecDeque::new(),
             calls: vec![Call::Open],
+            left: Left::default(),
             life: Life::Open,
             last_rx: now,
             pinged: false,
@@ -394,6 +333,7 @@ impl WsConn {
             sender: self.sender.clone(),
             calls: std::mem::take(&mut self.calls),
             handler_is: HandlerIs::Live,
+            left: self.left.clone(),
         })
     }
 
@@ -441,6 +381,13 @@ impl WsConn {
             self.calls.push(Call::Close(sent));
         }
         if self.calls.is_empty() {
+            return None;
+        }
+        // The handler is away: its batch runs these when it comes back to no connection.
+        if self.handler.is_none() {
+            if let Ok(mut left) = self.left.lock() {
+                left.append(&mut self.calls);
+            }
             return None;
         }
         let mut calls = self.take_calls()?;

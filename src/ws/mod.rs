@@ -39,6 +39,7 @@
 //! # let _ = app;
 //! ```
 
+mod calls;
 mod conn;
 pub(crate) mod handshake;
 mod sender;

@@ -1,0 +1,90 @@
+//! The WebSocket handler's callbacks: those due ([`Call`]), and a batch of them with the handler
+//! ([`Calls`]), run where the engine runs handler code (inline, or on a pool worker and back).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use tungstenite::Bytes;
+use tungstenite::protocol::CloseFrame;
+
+use super::{WsHandler, WsMessage, WsSender};
+use crate::http::session::Work;
+
+/// A callback due.
+pub(crate) enum Call {
+    Open,
+    Message(WsMessage),
+    Ping(Bytes),
+    Pong(Bytes),
+    Close(Option<CloseFrame>),
+}
+
+/// Callbacks on their way to a pool worker and back.
+pub(crate) struct Calls {
+    pub(crate) handler: Box<dyn WsHandler>,
+    pub(crate) sender: WsSender,
+    pub(crate) calls: Vec<Call>,
+    pub(crate) handler_is: HandlerIs,
+    /// The connection's [`Left`]: what came due after the batch left, if the connection went
+    /// before it was back.
+    pub(crate) left: Left,
+}
+
+/// Callbacks that came due while the handler was on a pool worker, left there by a connection
+/// that went before the worker's batch came back (the close frame the server sent, a message
+/// read before it): the batch runs them in its last call ([`Work::close_due`]).
+pub(crate) type Left = std::sync::Arc<std::sync::Mutex<Vec<Call>>>;
+
+/// Where the handler stands, for what may still run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HandlerIs {
+    Live,
+    /// `on_close` ran: nothing more is due.
+    Closed,
+    /// A callback panicked: nothing more runs, and the connection closes with 1011.
+    Panicked,
+}
+
+impl Work for Calls {
+    /// True when `on_close` has not run yet: the connection went while the callbacks were on a
+    /// worker. Queues it (with no frame) for [`Calls::run`].
+    fn close_due(&mut self) -> bool {
+        if self.handler_is != HandlerIs::Live {
+            return false;
+        }
+        let left = match self.left.lock() {
+            Ok(mut left) => std::mem::take(&mut *left),
+            Err(_) => Vec::new(),
+        };
+        let closes = left.iter().any(|call| matches!(call, Call::Close(_)));
+        self.calls.extend(left);
+        if !closes {
+            self.calls.push(Call::Close(None));
+        }
+        true
+    }
+
+    /// Runs the callbacks in order. A panic is logged and stops the rest.
+    fn run(&mut self) {
+        for call in self.calls.drain(..) {
+            if self.handler_is == HandlerIs::Panicked {
+                break;
+            }
+            if matches!(call, Call::Close(_)) {
+                self.handler_is = HandlerIs::Closed;
+            }
+            let h = &mut self.handler;
+            let ws = &self.sender;
+            let ran = catch_unwind(AssertUnwindSafe(|| match call {
+                Call::Open => h.on_open(ws),
+                Call::Message(m) => h.on_message(ws, m),
+                Call::Ping(p) => h.on_ping(ws, &p),
+                Call::Pong(p) => h.on_pong(ws, &p),
+                Call::Close(f) => h.on_close(f),
+            }));
+            if ran.is_err() {
+                log::error!("websocket handler panicked; closing with 1011");
+                self.handler_is = HandlerIs::Panicked;
+            }
+        }
+    }
+}
