@@ -190,7 +190,7 @@ fn sse(req: &mut Request<'_>) -> Response {
     let next = req
         .last_event_id()
         .and_then(|id| id.parse::<u64>().ok())
-        .map_or(1, |id| id + 1);
+        .map_or(1, |id| id.saturating_add(1));
     let (response, events) = Response::event_stream();
     STREAMS
         .lock()

@@ -54,6 +54,10 @@ fn main() {
         Some(i) => args.split_off(i).into_iter().skip(1).collect(),
         None => Vec::new(),
     };
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
     let tls = take_flag(&mut args, "--tls");
     let pending = take_flag(&mut args, "--pending");
     let peer = args.iter().position(|a| a == "--peer").map(|i| {
@@ -64,12 +68,16 @@ fn main() {
         args.drain(i..=i + 1);
         bin
     });
-    let n: usize = args
-        .first()
-        .cloned()
-        .or_else(|| std::env::var("IDLE_CONNS").ok())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+    let n: usize = match args.as_slice() {
+        [] => std::env::var("IDLE_CONNS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(10_000),
+        [n] => n
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("not a number of connections: {n}"))),
+        [_, unexpected, ..] => usage(&format!("unexpected argument {unexpected}")),
+    };
     let (client, pem) = tls_setup(tls);
     if (pending || peer.is_some()) && pem.is_none() {
         usage("--pending and --peer need --tls");
@@ -120,8 +128,10 @@ fn main() {
     server.stop();
 }
 
+const USAGE: &str = "usage: idle_conns [N] [--tls [--pending] [--peer BIN]] [-- hello flags]";
+
 fn usage(why: &str) -> ! {
-    eprintln!("{why}\nusage: idle_conns [N] [--tls [--pending] [--peer BIN]] [-- hello flags]");
+    eprintln!("error: {why}\n{USAGE}");
     std::process::exit(2)
 }
 

@@ -25,22 +25,42 @@ struct Tally {
     latencies_us: Vec<u64>,
 }
 
+const USAGE: &str =
+    "usage: paced_load [--users 100] [--seconds 10] [--interval-ms 100] [-- demo flags]";
+
+fn usage(problem: &str) -> ! {
+    eprintln!("error: {problem}\n{USAGE}");
+    std::process::exit(2)
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let server_flags: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args.split_off(i).into_iter().skip(1).collect(),
         None => Vec::new(),
     };
-    let opt = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let users = opt("--users", 100) as usize;
-    let seconds = opt("--seconds", 10);
-    let interval = Duration::from_millis(opt("--interval-ms", 100));
+    let (mut users, mut seconds, mut interval_ms) = (100u64, 10u64, 100u64);
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let slot = match flag.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            "--users" => &mut users,
+            "--seconds" => &mut seconds,
+            "--interval-ms" => &mut interval_ms,
+            other => usage(&format!("unknown option {other}")),
+        };
+        let value = it
+            .next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        *slot = value
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("not a number: {value}")));
+    }
+    let users = usize::try_from(users).unwrap_or_else(|_| usage("--users is too large"));
+    let interval = Duration::from_millis(interval_ms);
     raise_fd_limit();
 
     let server = ChildServer::start("demo", &server_flags);

@@ -28,6 +28,10 @@ fn opts() -> Opts {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
         let value = it
             .next()
             .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -47,10 +51,10 @@ fn opts() -> Opts {
     o
 }
 
+const USAGE: &str = "usage: ws_load [--addr HOST:PORT] [--conns N] [--size B] [--secs S]";
+
 fn usage(problem: &str) -> ! {
-    eprintln!(
-        "error: {problem}\nusage: ws_load [--addr HOST:PORT] [--conns N] [--size B] [--secs S]"
-    );
+    eprintln!("error: {problem}\n{USAGE}");
     std::process::exit(2)
 }
 

@@ -1,6 +1,6 @@
 //! The examples' command line as a user meets it: `--help` prints the options and exits 0; an
-//! option the example would ignore (another engine, the server engine's options on the reactor)
-//! or does not know is refused with a message naming it and exit status 2, before anything is
+//! option the example would ignore (another engine, one engine's options on the other, `--workers`
+//! without pool dispatch) or does not know is refused with a message naming it and exit status 2, before anything is
 //! bound.
 #[path = "../examples/support/child.rs"]
 #[allow(dead_code)]
@@ -73,6 +73,58 @@ fn the_server_engines_options_are_refused_on_the_reactor() {
         &["--engine", "reactor", "--park-linger-us", "100"],
         "--park-linger-us is for the server engine, not the reactor",
     );
+}
+
+#[cfg(feature = "server")]
+#[test]
+fn the_reactors_options_are_refused_on_the_server_engine() {
+    for flag in [
+        &["--dispatch", "pool"][..],
+        &["--accept", "thread"],
+        &["--workers", "3"],
+    ] {
+        let mut args = vec!["--engine", "server"];
+        args.extend_from_slice(flag);
+        assert_refused(
+            "hello",
+            &args,
+            &format!("{} is for the reactor, not the server engine", flag[0]),
+        );
+    }
+}
+
+#[test]
+fn workers_are_refused_without_pool_dispatch() {
+    assert_refused(
+        "hello_reactor",
+        &["--dispatch", "inline", "--workers", "3"],
+        "--workers is for --dispatch pool (the pool's threads)",
+    );
+}
+
+/// The load tools (`idle_conns`, `paced_load`, `ws_load`) print their usage for `--help` and
+/// run nothing; an argument they do not know is refused (exit 2).
+#[test]
+fn the_load_tools_print_their_usage_and_refuse_what_they_do_not_know() {
+    for (name, unknown) in [
+        ("idle_conns", &["10", "--bogus"][..]),
+        ("paced_load", &["--bogus", "1"]),
+        ("ws_load", &["--bogus", "1"]),
+    ] {
+        for flag in ["--help", "-h"] {
+            let out = run(name, &[flag]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{name} {flag}: {out:?}");
+            assert!(
+                stdout.starts_with(&format!("usage: {name} ")),
+                "{name}: {stdout}"
+            );
+        }
+        let out = run(name, unknown);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name} {unknown:?}: {out:?}");
+        assert!(stderr.contains("--bogus"), "{name}: {stderr}");
+    }
 }
 
 #[test]

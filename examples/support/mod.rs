@@ -51,6 +51,9 @@ pub struct Args {
     /// `--trusted-proxy CIDR` (repeated, or comma-separated; `unix` for Unix socket peers):
     /// the proxies whose forwarded headers are believed.
     pub trusted_proxies: twinhttp::TrustedProxies,
+    /// The reactor's options given (`--dispatch`, `--workers`, `--accept`): refused where
+    /// they would be ignored.
+    reactor_options: Vec<&'static str>,
 }
 
 const USAGE: &str = "options: -h, --help (this text)
@@ -73,23 +76,28 @@ impl Args {
     /// what is wrong and them, and exits 2. `--static` is refused: only `app` serves files
     /// ([`Args::run_serving_files`]).
     pub fn parse() -> Args {
-        let args = Args::parse_options();
+        Args::without_files(Args::parse_options(None))
+    }
+
+    /// Refuses `--static` where no files are served.
+    fn without_files(args: Args) -> Args {
         if args.static_dir.is_some() {
             usage("--static is for app only (the folder it serves under /static/)");
         }
         args
     }
 
-    fn parse_options() -> Args {
+    /// The options; `engine`: the one engine an example runs, else the build's default.
+    fn parse_options(engine: Option<&str>) -> Args {
+        let default_engine = if cfg!(feature = "server") {
+            "server"
+        } else {
+            "reactor"
+        };
         let mut args = Args {
             addr: "127.0.0.1:8080".to_owned(),
             unix: None,
-            engine: if cfg!(feature = "server") {
-                "server"
-            } else {
-                "reactor"
-            }
-            .to_owned(),
+            engine: engine.unwrap_or(default_engine).to_owned(),
             dispatch: "inline".to_owned(),
             threads: None,
             workers: None,
@@ -106,6 +114,7 @@ impl Args {
             systemd: false,
             proxy_protocol: false,
             trusted_proxies: twinhttp::TrustedProxies::new(),
+            reactor_options: Vec::new(),
         };
         let mut trusted = String::new();
         let mut it = std::env::args().skip(1);
@@ -114,6 +123,12 @@ impl Args {
                 it.next()
                     .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
             };
+            if let Some(given) = ["--dispatch", "--workers", "--accept"]
+                .into_iter()
+                .find(|f| *f == flag)
+            {
+                args.reactor_options.push(given);
+            }
             match flag.as_str() {
                 "--addr" => args.addr = value(),
                 "--unix" => args.unix = Some(value()),
@@ -171,11 +186,17 @@ impl Args {
         args
     }
 
-    /// Exits (2) when an option of the server engine is given for the reactor: it would be
-    /// ignored.
+    /// Exits (2) when an option of one engine is given for the other, or `--workers` without
+    /// pool dispatch: it would be ignored.
     fn refuse_other_engines_options(&self) {
         if self.engine != "reactor" {
+            if let Some(flag) = self.reactor_options.first() {
+                usage(&format!("{flag} is for the reactor, not the server engine"));
+            }
             return;
+        }
+        if self.dispatch != "pool" && self.reactor_options.contains(&"--workers") {
+            usage("--workers is for --dispatch pool (the pool's threads)");
         }
         let server_only = [
             ("--no-park", self.no_park),
@@ -196,15 +217,12 @@ impl Args {
             .windows(2)
             .find(|pair| pair[0] == "--engine")
             .map(|pair| pair[1].clone());
-        let mut args = Args::parse();
         if let Some(other) = explicit.filter(|e| e != engine) {
             usage(&format!(
                 "{name} runs the {engine} engine only; --engine {other} is not supported here"
             ));
         }
-        args.engine = engine.to_owned();
-        args.refuse_other_engines_options();
-        args
+        Args::without_files(Args::parse_options(Some(engine)))
     }
 
     /// The TLS configuration from `--tls-cert` and `--tls-key`, if given; exits when the files
@@ -308,7 +326,7 @@ impl Args {
 
     /// [`Args::run_with`] for an example that serves the folder `--static` names.
     pub fn run_serving_files<H: Handler>(name: &str, make: impl FnOnce(&Args, StatsHandle) -> H) {
-        Args::run_parsed(name, Args::parse_options(), make);
+        Args::run_parsed(name, Args::parse_options(None), make);
     }
 
     fn run_parsed<H: Handler>(name: &str, args: Args, make: impl FnOnce(&Args, StatsHandle) -> H) {
