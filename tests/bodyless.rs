@@ -1,4 +1,4 @@
-//! HEAD, 1xx, 204 and 304 carry no body; HEAD keeps the Content-Length a GET would have.
+//! HEAD, 1xx, 204, 205 and 304 carry no body; HEAD keeps the Content-Length a GET would have.
 mod support;
 use support::{Client, Engine, app, start};
 
@@ -47,8 +47,34 @@ fn date_header_is_present(engine: Engine) {
     assert!(date.ends_with(" GMT") && date.len() == 29, "{date}");
 }
 
+/// A 205 carries no content (RFC 9110 §15.3.6), whatever body its handler gave, and says so with
+/// `Content-Length: 0`; the connection goes on in step.
+fn reset_content_has_no_body(engine: Engine) {
+    use twinhttp::{Body, Request, Response};
+    let srv = start(engine, |req: &mut Request<'_>| match req.path() {
+        "/bytes" => Response::text("not sent").with_status(205),
+        "/streamed" => {
+            Response::new(205).with_body(Body::chunks(vec![b"not sent".to_vec()].into_iter()))
+        }
+        _ => Response::text("next"),
+    });
+    let mut c = Client::new(srv.addr);
+    for path in ["/bytes", "/streamed"] {
+        let r = c.roundtrip(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        assert_eq!(r.status, 205, "{path}");
+        assert_eq!(r.header("content-length"), Some("0"), "{path}");
+        assert_eq!(r.header("transfer-encoding"), None, "{path}");
+        assert!(r.body.is_empty(), "{path}");
+        assert_eq!(
+            c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+            "next"
+        );
+    }
+}
+
 engine_tests!(
     head_has_length_but_no_body,
     no_body_statuses,
-    date_header_is_present
+    date_header_is_present,
+    reset_content_has_no_body,
 );

@@ -238,9 +238,11 @@ impl Conn {
         self.access.status(status);
         self.access.request_id(|| resp.header("x-request-id"));
         let bodyless = status == 204 || status == 304;
+        // A 205 has no content either (RFC 9110 §15.3.6), and says so: `Content-Length: 0`.
+        let reset = status == 205;
         let len = resp.body().len();
         let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
-        let encoder = match (bodyless, len) {
+        let encoder = match (bodyless || reset, len) {
             (true, _) => Encoder::Skip,
             (false, Some(_)) if head.is_head() => Encoder::Skip,
             (false, Some(n)) => Encoder::Length { remaining: n },
@@ -289,6 +291,7 @@ impl Conn {
         }
         match (bodyless, len, encoder) {
             (true, _, _) => {}
+            (false, _, _) if reset => out.extend_from_slice(b"Content-Length: 0\r\n"),
             (false, Some(n), _) => {
                 out.extend_from_slice(b"Content-Length: ");
                 out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());

@@ -458,11 +458,15 @@ impl FramingRules {
                     }
                 }
             }
+            // A list (RFC 9110 §10.1.1, §5.6.1: empty elements are no expectation): each one
+            // is `100-continue`, or 417.
             Some(Framing::Expect) => {
-                if value.eq_ignore_ascii_case(b"100-continue") {
-                    head.expect_continue = true;
-                } else {
-                    return Err(ParseError::UnsupportedExpectation);
+                for expectation in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                    match expectation {
+                        b"" => {}
+                        e if e.eq_ignore_ascii_case(b"100-continue") => head.expect_continue = true,
+                        _ => return Err(ParseError::UnsupportedExpectation),
+                    }
                 }
             }
             None => {}
@@ -680,6 +684,20 @@ mod tests {
                 Ok(false),
             ),
             (b"POST / HTTP/1.0\r\nExpect: other\r\n\r\n", Err(417)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, other\r\n\r\n", Err(417)),
+            // Empty list elements are no expectation.
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-continue,\r\n\r\n",
+                Ok(true),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: , 100-continue\r\n\r\n",
+                Ok(true),
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect:\r\n\r\n",
+                Ok(false),
+            ),
         ];
         for (input, want) in cases {
             let mut head = RequestHead::default();
