@@ -120,6 +120,11 @@ fn upgrade_edge_cases(engine: Engine) {
             400,
         ),
         (upgrade_request("").replacen("GET", "POST", 1), 405),
+        // RFC 6455 §11.3.1: the key appears once.
+        (
+            upgrade_request(&format!("Sec-WebSocket-Key: {KEY}\r\n")),
+            400,
+        ),
         (
             upgrade_request("Origin: https://evil.example\r\n").replace("/ws", "/origin"),
             403,

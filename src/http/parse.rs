@@ -289,11 +289,22 @@ fn valid_ip_literal_host(value: &[u8]) -> bool {
     let Some(end) = value.iter().position(|&b| b == b']') else {
         return false;
     };
+    // RFC 3986 §3.2.2: an IPv6 address, or IPvFuture (`v` HEXDIG+ `.` then unreserved,
+    // sub-delims and `:`).
     let literal = &value[1..end];
-    let literal_ok = !literal.is_empty()
-        && literal
-            .iter()
-            .all(|&b| b == b':' || unreserved(b) || sub_delim(b));
+    let literal_ok = match literal {
+        [b'v' | b'V', rest @ ..] => match rest.iter().position(|&b| b == b'.') {
+            Some(dot) if dot > 0 => {
+                rest[..dot].iter().all(u8::is_ascii_hexdigit)
+                    && rest.len() > dot + 1
+                    && rest[dot + 1..]
+                        .iter()
+                        .all(|&b| b == b':' || unreserved(b) || sub_delim(b))
+            }
+            _ => false,
+        },
+        _ => std::str::from_utf8(literal).is_ok_and(|l| l.parse::<std::net::Ipv6Addr>().is_ok()),
+    };
     let port_ok = match &value[end + 1..] {
         [] => true,
         [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
@@ -629,6 +640,12 @@ mod tests {
             (b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400),
+            // An IP literal is an IPv6 address or IPvFuture (RFC 3986 §3.2.2).
+            (b"GET / HTTP/1.1\r\nHost: [not-an-ip]\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: [1.2.3.4]\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: [v.x]\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: [v1.]\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", 400),
@@ -788,6 +805,9 @@ mod tests {
             b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: [2001:db8::7]\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: [::ffff:192.0.2.1]:8080\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: [v1.a:b]\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: \r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: a:\r\n\r\n",

@@ -58,6 +58,10 @@ pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
     if head.header("sec-websocket-version").map(str::trim) != Some("13") {
         return Err(upgrade_required("unsupported Sec-WebSocket-Version"));
     }
+    // One key (RFC 6455 §11.3.1: the field appears once in a request).
+    if head.values_of("sec-websocket-key").nth(1).is_some() {
+        return Err(bad("more than one Sec-WebSocket-Key"));
+    }
     let key = head
         .header("sec-websocket-key")
         .map(str::trim)
