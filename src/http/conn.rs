@@ -369,6 +369,7 @@ impl Conn {
     /// Writes `101 Switching Protocols` for an upgrade response, when the request allows it:
     /// HTTP/1.1 with `Connection: upgrade` and its body read (else 426 or 400, and close), and
     /// the server not shutting down (else 503).
+    #[cold]
     fn write_switch(
         &mut self,
         head: &RequestHead,

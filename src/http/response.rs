@@ -202,6 +202,7 @@ impl Response {
     }
 
     /// The body, the rest dropped (once the head is written).
+    #[inline]
     pub(crate) fn into_body(self) -> Body {
         self.body
     }
