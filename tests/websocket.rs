@@ -677,6 +677,13 @@ fn a_switch_goes_only_to_a_protocol_the_client_offered(engine: Engine) {
             "{head}"
         );
     }
+    // A value with other bytes (obs-text) still lists what it lists.
+    let mut s = connect(srv.addr);
+    s.write_all(
+        b"GET / HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-echo, y\xff\r\n\r\n",
+    )
+    .expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
 }
 
 /// Holds `on_open` until the test's word, and reports `on_close`'s frame.
@@ -736,6 +743,57 @@ fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() 
         .expect("on_close runs");
     assert_eq!(frame, Some(1002));
     reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+}
+
+/// The same at shutdown: the loop whose connection went while its handler was on a worker
+/// stays until the handler is back, so that `on_close` runs (it was dropped unrun, and the
+/// shutdown said all was well).
+#[test]
+fn with_pool_dispatch_on_close_runs_when_the_handler_comes_back_during_shutdown() {
+    use twinhttp::reactor::{Dispatch, Reactor};
+    let (release, released) = crossbeam_channel::bounded::<()>(0);
+    let (closed, close_seen) = crossbeam_channel::bounded::<Option<u16>>(1);
+    let reactor = Reactor::builder()
+        .loops(1)
+        .dispatch(Dispatch::Pool(2))
+        .serve("127.0.0.1:0", move |req: &mut Request<'_>| {
+            match req.upgrade_websocket() {
+                Ok(u) => u.accept(HeldOpen {
+                    release: released.clone(),
+                    closed: closed.clone(),
+                }),
+                Err(r) => r,
+            }
+        })
+        .expect("reactor starts");
+    let addr = reactor.local_addr();
+    let mut s = connect(addr);
+    s.write_all(upgrade_request("").as_bytes()).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
+    s.write_all(&[0x81, 0x02, b'h', b'i']).expect("send");
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest)
+        .expect("the close frame, then the end");
+    // Shutdown begins while the handler is away; once it refuses new connections, the loop
+    // has seen it (and with no connection left, it used to end there).
+    let shutdown = std::thread::spawn(move || reactor.shutdown(Duration::from_secs(10)));
+    let began = std::time::Instant::now();
+    while TcpStream::connect(addr).is_ok() {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "the shutdown begins"
+        );
+        std::thread::yield_now();
+    }
+    release.send(()).expect("on_open waits");
+    let frame = close_seen
+        .recv_timeout(Duration::from_secs(10))
+        .expect("on_close runs");
+    assert_eq!(frame, Some(1002));
+    shutdown
+        .join()
+        .expect("the shutdown thread")
+        .expect("a clean shutdown");
 }
 
 fn idle_ping_and_timeout(engine: Engine) {

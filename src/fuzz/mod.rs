@@ -25,7 +25,7 @@ use crate::http::driver::script::{Recorded, Scripted, Seen, harness_cx};
 use crate::http::driver::{Action, Driver, Request, Rules};
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
-use crate::http::request::Version;
+use crate::http::request::{RequestHead, Version};
 use crate::{Body, Limits, Response};
 
 mod check;
@@ -348,7 +348,7 @@ impl<'a> Run<'a> {
             http10: seen.version == Version::Http10,
             body: given.filter(|_| !seen.is_head),
         });
-        let answer = answer(outcome, body);
+        let answer = answer(outcome, body, &head);
         let mut cx = harness_cx!(self, self.closing);
         self.driver.answer(head, answer, &mut cx);
         // An upgrade the request does not allow is refused with an error instead.
@@ -416,7 +416,7 @@ fn interim_allowed(seen: Seen) -> bool {
 }
 
 /// The response each outcome gives.
-fn answer(outcome: Outcome, body: Vec<u8>) -> Answer {
+fn answer(outcome: Outcome, body: Vec<u8>, head: &RequestHead) -> Answer {
     match outcome {
         Outcome::Panic => Answer::Panicked,
         Outcome::Echo => Answer::Returned(Response::text(body)),
@@ -427,7 +427,17 @@ fn answer(outcome: Outcome, body: Vec<u8>) -> Answer {
             Answer::Returned(Response::new(200).with_body(Body::sized_reader(&b"abc"[..], 10)))
         }
         Outcome::NoContent => Answer::Returned(Response::new(204).with_body("ignored")),
-        Outcome::Upgrade => Answer::Returned(Response::upgrade("x-fuzz", |_| {})),
+        // To the protocol the request offers first, if any (a switch goes to one it lists).
+        Outcome::Upgrade => {
+            let offered = head
+                .header("upgrade")
+                .and_then(|v| v.split(',').next())
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .unwrap_or("x-fuzz")
+                .to_owned();
+            Answer::Returned(Response::upgrade(&offered, |_| {}))
+        }
         Outcome::Close => {
             Answer::Returned(Response::text("bye").with_header("Connection", "close"))
         }

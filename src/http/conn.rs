@@ -524,27 +524,32 @@ impl Conn {
 /// `100 Continue`, sent when a body the client is holding back is first needed.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
 /// Whether the request's `Upgrade` fields list `protocol`, the one the response switches to: a
 /// server switches only to a protocol the client offered (RFC 9110 §7.8). An element matches by
 /// its name and version, or by its name alone where the response names no version.
+/// Compared as bytes, as the WebSocket handshake reads the field (a value with other bytes
+/// still lists what it lists).
 fn offered(head: &RequestHead, protocol: Option<&str>) -> bool {
-    let Some(protocol) = protocol.map(str::trim).filter(|p| !p.is_empty()) else {
+    let Some(protocol) = protocol
+        .map(|p| p.as_bytes().trim_ascii())
+        .filter(|p| !p.is_empty())
+    else {
         return false;
     };
-    let named = |element: &str| {
+    let versioned = protocol.contains(&b'/');
+    let named = |element: &[u8]| {
         element.eq_ignore_ascii_case(protocol)
-            || (!protocol.contains('/')
-                && element
-                    .split_once('/')
-                    .is_some_and(|(name, _)| name.eq_ignore_ascii_case(protocol)))
+            || (!versioned
+                && element.split(|&b| b == b'/').next().is_some_and(|name| {
+                    name.len() < element.len() && name.eq_ignore_ascii_case(protocol)
+                }))
     };
     head.values_of("upgrade")
-        .filter_map(|v| std::str::from_utf8(v).ok())
-        .flat_map(|v| v.split(','))
-        .any(|element| named(element.trim()))
+        .flat_map(|v| v.split(|&b| b == b','))
+        .any(|element| named(element.trim_ascii()))
 }
 
+/// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
 fn status_line(out: &mut Vec<u8>, status: u16) {
     if status == 200 {
         out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");

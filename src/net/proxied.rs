@@ -6,8 +6,9 @@
 //! `ppp`'s.
 //!
 //! With the setting on, a connection must start with a header: one that does not (a client
-//! speaking HTTP or TLS straight away, or a malformed header) is closed when its first bytes
-//! show it, before a byte of it reaches HTTP or TLS.
+//! speaking HTTP or TLS straight away, or a malformed version 2 header) is closed when its first
+//! bytes show it, and a version 1 line once it ended (or passed 107 bytes, or the head deadline
+//! came), before a byte of it reaches HTTP or TLS.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::SocketAddr;

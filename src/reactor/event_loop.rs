@@ -81,6 +81,9 @@ pub(crate) struct EventLoop<H> {
     blocking: Blocking,
     /// The `Date` line of the loop's responses.
     date: DateLine,
+    /// Session batches (a WebSocket's callbacks) on the pool. At shutdown the loop stays until
+    /// each is back: one whose connection went meanwhile still gets its last calls (`on_close`).
+    away: usize,
 }
 
 impl<H: Handler> EventLoop<H> {
@@ -130,6 +133,7 @@ impl<H: Handler> EventLoop<H> {
             index: parts.index,
             blocking,
             date: DateLine::new(),
+            away: 0,
         })
     }
 
@@ -188,7 +192,7 @@ impl<H: Handler> EventLoop<H> {
             self.expire(now);
             // One store per wake-up, by the one thread that changes it.
             (self.control.counters).loop_holds(self.index, self.conns.len());
-            if self.stopping && self.conns.is_empty() {
+            if self.stopping && self.conns.is_empty() && self.away == 0 {
                 return;
             }
         }
@@ -217,6 +221,7 @@ impl<H: Handler> EventLoop<H> {
                 blocking: &mut self.blocking,
                 date: &mut self.date,
                 readable,
+                away: &mut self.away,
             },
             &mut self.conns,
         )
@@ -272,6 +277,7 @@ impl<H: Handler> EventLoop<H> {
                 }
             }
             Done::Session { key, id, mut work } => {
+                self.away = self.away.saturating_sub(1);
                 let (mut cx, conns) = self.cx(now, key, false);
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {

@@ -43,6 +43,8 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) date: &'a mut DateLine,
     /// The wake-up that brought the connection here reported it readable.
     pub(crate) readable: bool,
+    /// The loop's count of session batches on the pool.
+    pub(crate) away: &'a mut usize,
 }
 
 /// What the loop should do with a connection after a step.

@@ -82,6 +82,7 @@ impl Connection {
             session::Next::Again => Next::Again,
             session::Next::Dispatch => {
                 if let (Some(pool), Some(work)) = (cx.pool, driver.take_work()) {
+                    *cx.away = cx.away.saturating_add(1);
                     pool.send(Job::Session {
                         key: cx.key,
                         id: self.id,
