@@ -702,11 +702,16 @@ impl WsHandler for HeldOpen {
     }
 }
 
-/// With pool dispatch, a connection the server fails (here an unmasked frame: 1002) while its
-/// handler is still on a worker (`on_open` held) reports the frame the server sent to
-/// `on_close` once the handler is back, not `None`.
-#[test]
-fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() {
+/// A reactor with pool dispatch whose WebSocket handler holds `on_open` until `release` says,
+/// and reports `on_close`'s code; a client has upgraded and sent an unmasked text frame, a
+/// protocol error the server closed with 1002 before hanging up (read to the end here).
+struct FailedWhileAway {
+    reactor: twinhttp::reactor::Reactor,
+    release: crossbeam_channel::Sender<()>,
+    close_seen: crossbeam_channel::Receiver<Option<u16>>,
+}
+
+fn failed_while_away() -> FailedWhileAway {
     use twinhttp::reactor::{Dispatch, Reactor};
     let (release, released) = crossbeam_channel::bounded::<()>(0);
     let (closed, close_seen) = crossbeam_channel::bounded::<Option<u16>>(1);
@@ -726,7 +731,6 @@ fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() 
     let mut s = connect(reactor.local_addr());
     s.write_all(upgrade_request("").as_bytes()).expect("send");
     assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
-    // An unmasked text frame: a protocol error the server closes with 1002, then hangs up.
     s.write_all(&[0x81, 0x02, b'h', b'i']).expect("send");
     let mut rest = Vec::new();
     s.read_to_end(&mut rest)
@@ -736,13 +740,29 @@ fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() 
         &[0x88, 0x02, 0x03, 0xea],
         "a close frame with 1002: {rest:?}"
     );
+    FailedWhileAway {
+        reactor,
+        release,
+        close_seen,
+    }
+}
+
+/// With pool dispatch, a connection the server fails while its handler is still on a worker
+/// (`on_open` held) reports the frame the server sent to `on_close` once the handler is back,
+/// not `None`.
+#[test]
+fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() {
+    let f = failed_while_away();
     // The connection is gone; its handler comes back from `on_open`.
-    release.send(()).expect("on_open waits");
-    let frame = close_seen
+    f.release.send(()).expect("on_open waits");
+    let frame = f
+        .close_seen
         .recv_timeout(Duration::from_secs(10))
         .expect("on_close runs");
     assert_eq!(frame, Some(1002));
-    reactor.shutdown(Duration::from_secs(5)).expect("shutdown");
+    f.reactor
+        .shutdown(Duration::from_secs(5))
+        .expect("shutdown");
 }
 
 /// The same at shutdown: the loop whose connection went while its handler was on a worker
@@ -750,32 +770,11 @@ fn with_pool_dispatch_on_close_gets_the_frame_sent_while_the_handler_was_away() 
 /// shutdown said all was well).
 #[test]
 fn with_pool_dispatch_on_close_runs_when_the_handler_comes_back_during_shutdown() {
-    use twinhttp::reactor::{Dispatch, Reactor};
-    let (release, released) = crossbeam_channel::bounded::<()>(0);
-    let (closed, close_seen) = crossbeam_channel::bounded::<Option<u16>>(1);
-    let reactor = Reactor::builder()
-        .loops(1)
-        .dispatch(Dispatch::Pool(2))
-        .serve("127.0.0.1:0", move |req: &mut Request<'_>| {
-            match req.upgrade_websocket() {
-                Ok(u) => u.accept(HeldOpen {
-                    release: released.clone(),
-                    closed: closed.clone(),
-                }),
-                Err(r) => r,
-            }
-        })
-        .expect("reactor starts");
-    let addr = reactor.local_addr();
-    let mut s = connect(addr);
-    s.write_all(upgrade_request("").as_bytes()).expect("send");
-    assert!(read_head(&mut s).starts_with("HTTP/1.1 101 "));
-    s.write_all(&[0x81, 0x02, b'h', b'i']).expect("send");
-    let mut rest = Vec::new();
-    s.read_to_end(&mut rest)
-        .expect("the close frame, then the end");
+    let f = failed_while_away();
+    let addr = f.reactor.local_addr();
     // Shutdown begins while the handler is away; once it refuses new connections, the loop
     // has seen it (and with no connection left, it used to end there).
+    let reactor = f.reactor;
     let shutdown = std::thread::spawn(move || reactor.shutdown(Duration::from_secs(10)));
     let began = std::time::Instant::now();
     while TcpStream::connect(addr).is_ok() {
@@ -785,8 +784,9 @@ fn with_pool_dispatch_on_close_runs_when_the_handler_comes_back_during_shutdown(
         );
         std::thread::yield_now();
     }
-    release.send(()).expect("on_open waits");
-    let frame = close_seen
+    f.release.send(()).expect("on_open waits");
+    let frame = f
+        .close_seen
         .recv_timeout(Duration::from_secs(10))
         .expect("on_close runs");
     assert_eq!(frame, Some(1002));
