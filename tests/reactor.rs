@@ -1,12 +1,10 @@
 //! Reactor-specific behaviour, in both dispatch modes: backpressure under a slow reader and
 //! input one byte at a time. (Idle connections: `reactor_idle.rs`.)
 mod support;
-#[cfg(target_os = "linux")]
 use std::io::Read;
 use std::time::Duration;
 
 use support::{Client, Config, Engine, app, start_with};
-#[cfg(target_os = "linux")]
 use twinhttp::{Body, Request, Response};
 
 /// This process's resident memory, from /proc (Linux only: the test that reads it is gated).
@@ -123,7 +121,6 @@ fn acceptor_thread_mode_serves_refuses_and_shuts_down() {
 fn with_pool_dispatch_a_streamed_body_is_produced_on_a_worker_not_the_loop() {
     use crossbeam_channel::bounded;
     use twinhttp::reactor::{Dispatch, Reactor};
-    use twinhttp::{Body, Request, Response};
     // The body's first piece waits for the test's word; where it runs is told back.
     let (release, released) = bounded::<()>(0);
     let (ran_on, producing) = bounded::<String>(1);
