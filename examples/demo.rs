@@ -287,10 +287,10 @@ fn main() {
     let signals = support::Signals::install("demo");
     let args = support::Args::parse();
     let running = args.serve_with(demo);
-    eprintln!(
+    support::say(&format!(
         "demo: listening on {} ({}) (routes: /routes)",
         support::url(&running, args.tls_cert.is_some()),
         args.label()
-    );
+    ));
     support::until_signal(running, "demo", signals);
 }

@@ -20,10 +20,10 @@ fn main() {
     let signals = support::Signals::install("hello_reactor");
     let args = support::Args::parse_for_engine("hello_reactor", "reactor");
     let running = args.serve(hello);
-    eprintln!(
+    support::say(&format!(
         "hello_reactor: listening on http://{} ({})",
         running.local_addr(),
         args.label()
-    );
+    ));
     support::until_signal(running, "hello_reactor", signals);
 }

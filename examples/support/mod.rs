@@ -424,12 +424,19 @@ fn restart(_: &Running) -> Result<std::process::Child, twinhttp::Error> {
 /// standard error that is gone (a hung-up terminal, a successor's after its predecessor's
 /// reader left) is no reason to stop serving.
 pub fn say_listening(name: &str, running: &Running, args: &Args) {
-    let _ = writeln!(
-        std::io::stderr(),
+    say(&format!(
         "{name}: listening on {} ({})",
         url(running, args.tls_cert.is_some()),
         args.label()
-    );
+    ));
+}
+
+/// Writes `line` and a newline to standard error in one `write`: during a restart the
+/// predecessor and its successor share the pipe, and `writeln!` on an unbuffered stderr writes
+/// each piece of the format separately, so two processes' lines would interleave. One write of
+/// less than `PIPE_BUF` bytes to a pipe is atomic. A standard error that is gone is ignored.
+pub fn say(line: &str) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// `http://HOST:PORT` (`https://` with `tls`), or `unix:PATH` for a Unix domain socket.
@@ -491,29 +498,24 @@ pub fn until_signal(running: Running, name: &str, signals: Signals) -> ! {
     while let Ok(Signal::Restart) = signals.0.recv() {
         match restart(&running) {
             Ok(successor) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "{name}: handed over to PID {}",
-                    successor.id()
-                );
+                say(&format!("{name}: handed over to PID {}", successor.id()));
                 break;
             }
             Err(e) => {
-                let _ = writeln!(std::io::stderr(), "{name}: restart: {e}; serving on");
+                say(&format!("{name}: restart: {e}; serving on"));
             }
         }
     }
     log::info!("{name}: shutting down");
     let done = running.shutdown(Duration::from_secs(5));
     // Whoever reads our stderr may be gone by now: a failed write is not a failed shutdown.
-    let mut stderr = std::io::stderr();
     match done {
         Ok(()) => {
-            let _ = writeln!(stderr, "{name}: shut down");
+            say(&format!("{name}: shut down"));
             std::process::exit(0)
         }
         Err(e) => {
-            let _ = writeln!(stderr, "{name}: shutdown: {e}");
+            say(&format!("{name}: shutdown: {e}"));
             std::process::exit(1)
         }
     }
