@@ -122,7 +122,7 @@ impl Pipeline {
                 Action::Run(driver::Request { head, mut body }) => {
                     let given = answer(handler, &head, &mut body, None, &self.counters);
                     body.release();
-                    self.driver.answer(head, given, &mut cx);
+                    self.driver.answer(head, given, cx.now, &mut cx);
                     answered += 1;
                 }
                 Action::Yield | Action::Produce => cx = cx.next_turn(),

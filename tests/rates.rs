@@ -18,6 +18,11 @@ const BIG: usize = 16 << 20;
 fn app(req: &mut Request<'_>) -> Response {
     match req.path() {
         "/big" => Response::new(200).with_body(vec![b'x'; BIG]),
+        // Handler code slower than the grace period, then a large body.
+        "/slow-big" => {
+            std::thread::sleep(GRACE + GRACE / 2);
+            Response::new(200).with_body(vec![b'x'; BIG])
+        }
         "/ws" => support::echo_websocket(req),
         "/events" => {
             let (resp, sender) = Response::event_stream();
@@ -323,7 +328,29 @@ fn a_reader_at_a_quarter_of_the_rate_is_cut(engine: Engine) {
     }
 }
 
+/// The response's rate and the next idle wait start when the handler answered, not when the
+/// turn that ran it began: after a handler that took longer than the grace period (and longer
+/// than the idle timeout), a client reading at full speed gets the whole large body, and its next
+/// request on the same connection, sent at once, is answered.
+fn a_slow_handler_does_not_eat_the_response_time(engine: Engine) {
+    let cfg = Config {
+        idle_timeout: GRACE,
+        ..rates(true)
+    };
+    let srv = start_with(engine, cfg, app);
+    let mut c = Client::new(srv.addr);
+    let r = c.request("GET /slow-big", "");
+    assert_eq!(
+        (r.status, r.body.len()),
+        (200, BIG),
+        "the large body, whole"
+    );
+    let next = c.request("GET /", "");
+    assert_eq!(next.text(), "Hello, World!", "the next request, at once");
+}
+
 engine_tests!(
+    a_slow_handler_does_not_eat_the_response_time,
     a_reader_at_twice_the_rate_is_kept,
     a_reader_at_a_quarter_of_the_rate_is_cut,
     trickled_body_gets_408_at_the_grace_period,

@@ -350,7 +350,7 @@ impl<'a> Run<'a> {
         });
         let answer = answer(outcome, body, &head);
         let mut cx = harness_cx!(self, self.closing);
-        self.driver.answer(head, answer, &mut cx);
+        self.driver.answer(head, answer, cx.now, &mut cx);
         // An upgrade the request does not allow is refused with an error instead.
         let refusals = self.tally.refusals.borrow()[self.refusals_seen..].to_vec();
         self.refusals_seen += refusals.len();

@@ -35,7 +35,8 @@ pub(crate) struct Blocking {
 }
 
 impl Blocking {
-    /// Warns past `threshold` (at least 10 ms); `None`: off (no clock read at all).
+    /// Warns past `threshold` (at least 10 ms); `None`: off (the calls are still timed: the
+    /// loop's clock moves on by the time they held it).
     pub(crate) fn new(threshold: Option<Duration>) -> Self {
         Blocking {
             threshold: threshold.map(|t| t.max(MIN_THRESHOLD)),
@@ -43,38 +44,36 @@ impl Blocking {
         }
     }
 
-    /// A handler call begins: its start, when the warning is on.
+    /// A handler call begins: its start.
     #[inline]
-    pub(crate) fn start(&self) -> Option<Duration> {
-        self.threshold.map(|_| coarse_now())
+    pub(crate) fn start(&self) -> Duration {
+        coarse_now()
     }
 
-    /// The call for `head`'s request that began at `started` returned.
+    /// The call for `head`'s request that began at `started` returned: how long it held the
+    /// loop (the loop's clock moves on by it).
     #[inline]
     pub(crate) fn returned(
         &mut self,
-        started: Option<Duration>,
+        started: Duration,
         head: &RequestHead,
         counters: &Counters,
-    ) {
-        let (Some(started), Some(threshold)) = (started, self.threshold) else {
-            return;
-        };
+    ) -> Duration {
         let held = coarse_now().saturating_sub(started);
-        if held > threshold {
+        if self.threshold.is_some_and(|threshold| held > threshold) {
             self.held_too_long(held, Holder::Handler(head), counters);
         }
+        held
     }
 
-    /// A streamed body's piece, whose production began at `started`, is made.
-    pub(crate) fn produced(&mut self, started: Option<Duration>, counters: &Counters) {
-        let (Some(started), Some(threshold)) = (started, self.threshold) else {
-            return;
-        };
+    /// A streamed body's piece, whose production began at `started`, is made: how long it
+    /// held the loop.
+    pub(crate) fn produced(&mut self, started: Duration, counters: &Counters) -> Duration {
         let held = coarse_now().saturating_sub(started);
-        if held > threshold {
+        if self.threshold.is_some_and(|threshold| held > threshold) {
             self.held_too_long(held, Holder::Body, counters);
         }
+        held
     }
 
     #[cold]

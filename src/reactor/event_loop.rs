@@ -155,7 +155,9 @@ impl<H: Handler> EventLoop<H> {
                 Some(Duration::ZERO)
             };
             wait_events(&self.poller, &mut events, timeout, "event loop");
-            let now = Instant::now();
+            // Moves on past inline handler code's time (`ready`), so the connections after a
+            // slow handler do not take deadlines from before it.
+            let mut now = Instant::now();
             if !self.stopping && self.control.is_shutting_down() {
                 self.begin_shutdown(now);
             }
@@ -163,7 +165,7 @@ impl<H: Handler> EventLoop<H> {
                 if ev.key == LISTENER {
                     self.accept(now);
                 } else {
-                    self.ready(ev.key, now, ev.readable);
+                    now = self.ready(ev.key, now, ev.readable);
                 }
             }
             self.accepted.take(&mut accepted);
@@ -179,14 +181,14 @@ impl<H: Handler> EventLoop<H> {
             self.wakes.take(&mut woken);
             for (key, id) in woken.drain(..) {
                 if self.conns.get(key).is_some_and(|c| c.id == id) {
-                    self.ready(key, now, false);
+                    now = self.ready(key, now, false);
                 }
             }
             std::mem::swap(&mut again, &mut self.again);
             for (key, id) in again.drain(..) {
                 if let Some(conn) = self.conns.get_mut(key).filter(|c| c.id == id) {
                     conn.queued = false;
-                    self.ready(key, now, false);
+                    now = self.ready(key, now, false);
                 }
             }
             self.expire(now);
@@ -228,13 +230,16 @@ impl<H: Handler> EventLoop<H> {
     }
 
     /// Drives a connection; `readable` when a readable event (or a hang-up) brought it here.
-    fn ready(&mut self, key: usize, now: Instant, readable: bool) {
+    /// Returns the time its turn ended, later than `now` when inline handler code ran.
+    fn ready(&mut self, key: usize, now: Instant, readable: bool) -> Instant {
         let (mut cx, conns) = self.cx(now, key, readable);
         let Some(conn) = conns.get_mut(key) else {
-            return;
+            return now;
         };
         let next = conn.drive(&mut cx);
+        let ended = cx.now;
         self.apply(key, next, readable);
+        ended
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
@@ -452,8 +457,9 @@ impl<H: Handler> EventLoop<H> {
         self.stopping = true;
         self.listener = None;
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        let mut now = now;
         for key in keys {
-            self.ready(key, now, false);
+            now = self.ready(key, now, false);
         }
     }
 }

@@ -212,9 +212,8 @@ fn visit<H: Handler>(
         };
         body.release();
         // Shutdown may have begun while the handler ran: its response is then the last.
-        cx.now = Instant::now();
         cx.closing = shared.control.is_shutting_down();
-        s.driver.answer(head, answered, &mut cx);
+        s.driver.answer(head, answered, Instant::now(), &mut cx);
     }
 }
 

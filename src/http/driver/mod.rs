@@ -300,9 +300,19 @@ impl Driver {
         }
     }
 
-    /// The handler of the request `head` gave `answer`: its response is queued (then
-    /// [`Driver::drive`] writes it). A panic is answered `500` and closes the connection.
-    pub(crate) fn answer(&mut self, head: Box<RequestHead>, answer: Answer, cx: &mut Cx<'_>) {
+    /// The handler of the request `head` gave `answer` at `at` (the engine's clock, read after
+    /// the handler returned): its response is queued (then [`Driver::drive`] writes it). A
+    /// panic is answered `500` and closes the connection. The turn goes on from `at`: the
+    /// response's rate and the next idle wait start when the answer came, not when the turn
+    /// that ran a slow handler began.
+    pub(crate) fn answer(
+        &mut self,
+        head: Box<RequestHead>,
+        answer: Answer,
+        at: Instant,
+        cx: &mut Cx<'_>,
+    ) {
+        cx.now = cx.now.max(at);
         let Phase::Busy(busy) = &mut self.phase else {
             cx.pools.give_head(head);
             return;

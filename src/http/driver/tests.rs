@@ -78,7 +78,7 @@ impl Bench {
                         Ok(_) => answer(&head, &bytes),
                         Err(e) => panic!("a received body cannot be read: {e}"),
                     };
-                    self.driver.answer(head, answered, &mut cx);
+                    self.driver.answer(head, answered, cx.now, &mut cx);
                 }
                 other => return (ran, other),
             }
@@ -471,7 +471,7 @@ impl Bench {
     fn answer_with(&mut self, head: Box<RequestHead>, response: Response) -> Action {
         let mut cx = harness_cx!(self, false);
         self.driver
-            .answer(head, Answer::Returned(response), &mut cx);
+            .answer(head, Answer::Returned(response), cx.now, &mut cx);
         self.driver.drive(&mut self.io, &mut cx)
     }
 }
@@ -567,8 +567,12 @@ fn an_answer_turn_does_not_read_a_drained_stream_again() {
         b.io.send(meanwhile);
         let mut cx = harness_cx!(b, b.closing);
         cx.not_readable();
-        b.driver
-            .answer(head, Answer::Returned(Response::text("ok")), &mut cx);
+        b.driver.answer(
+            head,
+            Answer::Returned(Response::text("ok")),
+            cx.now,
+            &mut cx,
+        );
         let action = shown(&b.driver.drive(&mut b.io, &mut cx));
         assert!(b.io.take_out().starts_with("HTTP/1.1 200 OK\r\n"));
         (request_reads, b.io.reads - before - request_reads, action)
@@ -612,7 +616,8 @@ fn a_producer_lent_to_a_worker_comes_back_with_its_piece_and_the_response_goes_o
     };
     let body = Body::chunks(vec![b"ab".to_vec(), b"cd".to_vec()].into_iter());
     let resp = Response::new(200).with_body(body);
-    b.driver.answer(head, Answer::Returned(resp), &mut cx);
+    b.driver
+        .answer(head, Answer::Returned(resp), cx.now, &mut cx);
     // Each piece: the driver asks for it, a worker (here the test) produces it, and the driver
     // writes it. While the producer is away, the driver waits for it whatever comes.
     let mut lent = 0;
@@ -663,10 +668,11 @@ fn a_fast_reader_of_a_streamed_body_yields_the_turn_after_its_share() {
                         assert_eq!(turn, 0, "one request");
                         let pieces = std::iter::repeat_n(vec![b'x'; PIECE], PIECES);
                         let resp = Response::new(200).with_body(Body::chunks(pieces));
-                        b.driver.answer(head, Answer::Returned(resp), &mut cx);
+                        b.driver
+                            .answer(head, Answer::Returned(resp), cx.now, &mut cx);
                     }
                     // The engine that drives without producers produces on the loop (inline).
-                    Action::Produce => b.driver.produce(),
+                    Action::Produce => b.driver.produce(&mut cx, Instant::now),
                     other => break other,
                 }
             };
@@ -712,13 +718,14 @@ fn on_a_loop_a_file_body_is_read_by_the_driver_and_a_handler_body_is_left_to_the
             panic!("the request is run");
         };
         let resp = Response::new(200).with_body(Body { kind });
-        b.driver.answer(head, Answer::Returned(resp), &mut cx);
+        b.driver
+            .answer(head, Answer::Returned(resp), cx.now, &mut cx);
         let mut produce = 0;
         let last = loop {
             match b.driver.drive(&mut b.io, &mut cx) {
                 Action::Produce => {
                     produce += 1;
-                    b.driver.produce();
+                    b.driver.produce(&mut cx, Instant::now);
                 }
                 other => break other,
             }

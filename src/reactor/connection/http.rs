@@ -1,6 +1,8 @@
 //! A connection's HTTP exchanges on the loop: the core's driver decides, the loop carries it
 //! out (handlers run inline or go to the pool; a hand-over starts a session or detaches).
 
+use std::time::{Duration, Instant};
+
 use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -13,6 +15,17 @@ use crate::http::session_driver::SessionDriver;
 use crate::http::stream::{Produced, Streaming};
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
+
+/// How a turn of the driver ended: the loop's next step, or a hand-over to carry out.
+enum Stop {
+    Next(Next),
+    Switch(Handover),
+}
+
+/// `began` moved on by the `held` time inline handler code took (on the coarse clock).
+fn later(began: Instant, held: Duration) -> Instant {
+    began.checked_add(held).unwrap_or(began)
+}
 
 impl Connection {
     /// Drives the connection's exchanges until the driver waits, yields, closes or hands the
@@ -30,7 +43,7 @@ impl Connection {
         if !cx.readable {
             turn.not_readable();
         }
-        let handover = loop {
+        let stop = loop {
             match driver.drive(self.socket.get_mut(), &mut turn) {
                 Action::Run(Request { head, mut body }) => match cx.pool {
                     // Earlier responses go out while the pool runs it: drive on. Counted as
@@ -53,17 +66,18 @@ impl Connection {
                         let started = cx.blocking.start();
                         let answered =
                             answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
-                        cx.blocking.returned(started, &head, cx.counters);
+                        let held = cx.blocking.returned(started, &head, cx.counters);
                         body.release();
-                        driver.answer(head, answered, &mut turn);
+                        let at = later(turn.now, held);
+                        driver.answer(head, answered, at, &mut turn);
                     }
                 },
                 Action::Wait { read, write, until } => {
-                    return Next::Wait {
+                    break Stop::Next(Next::Wait {
                         read,
                         write,
                         deadline: until,
-                    };
+                    });
                 }
                 Action::Produce => match cx.pool {
                     Some(pool) => match driver.lend_producer() {
@@ -73,20 +87,29 @@ impl Connection {
                             streaming,
                             out,
                         }),
-                        None => return Next::Again,
+                        None => break Stop::Next(Next::Again),
                     },
                     None => {
                         let started = cx.blocking.start();
-                        driver.produce();
-                        cx.blocking.produced(started, cx.counters);
+                        let (began, blocking, counters) =
+                            (turn.now, &mut *cx.blocking, cx.counters);
+                        driver.produce(&mut turn, || {
+                            later(began, blocking.produced(started, counters))
+                        });
                     }
                 },
-                Action::Yield => return Next::Again,
-                Action::Close => return Next::Close,
-                Action::Switch(handover) => break handover,
+                Action::Yield => break Stop::Next(Next::Again),
+                Action::Close => break Stop::Next(Next::Close),
+                Action::Switch(handover) => break Stop::Switch(handover),
             }
         };
-        self.switch(handover, cx)
+        // Inline handler code moved the clock: the loop's next turns (and a session started
+        // here) go on from the time the driver last took.
+        cx.now = turn.now;
+        match stop {
+            Stop::Next(next) => next,
+            Stop::Switch(handover) => self.switch(handover, cx),
+        }
     }
 
     /// A pool worker's answer arrived.
@@ -100,6 +123,7 @@ impl Connection {
             Phase::Http(driver) => driver.answer(
                 head,
                 answered,
+                cx.now,
                 &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing),
             ),
             Phase::Session(_) | Phase::Detaching { .. } => cx.pools.give_head(head),
