@@ -63,6 +63,22 @@ fn ws_app(req: &mut Request<'_>) -> Response {
             .accept(|ws: &WsSender, msg: WsMessage| {
                 let _ = ws.send(msg);
             }),
+        // Settings at their extremes: a read buffer as large as a usize allows is taken as
+        // the largest one that makes sense, not allocated.
+        "/huge" => upgrade
+            .with_config(
+                WsConfig::default()
+                    .read_buffer_size(usize::MAX)
+                    .max_message_size(usize::MAX)
+                    .max_frame_size(usize::MAX)
+                    .max_send_queue(usize::MAX)
+                    .ping_interval(Some(Duration::MAX))
+                    .idle_timeout(Some(Duration::MAX))
+                    .close_timeout(Duration::MAX),
+            )
+            .accept(|ws: &WsSender, msg: WsMessage| {
+                let _ = ws.send(msg);
+            }),
         "/proto" => upgrade
             .select_protocol(&["v2.chat", "v1.chat"])
             .accept(|_: &WsSender, _: WsMessage| {}),
@@ -207,6 +223,21 @@ fn echo_text_and_binary(engine: Engine) {
     }
     ws.send(Message::Ping("p".into())).expect("ping");
     assert_eq!(ws.read().expect("read"), Message::Pong("p".into()));
+}
+
+/// Settings at their largest values neither panic the engine's thread nor abort the process:
+/// the WebSocket echoes, and the server answers plain requests after it.
+fn extreme_settings_are_served(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/huge");
+    ws.send(Message::text("big settings")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("big settings"));
+    let mut c = support::Client::new(srv.addr);
+    assert_eq!(
+        c.request("GET /plain", "").status,
+        426,
+        "the engine still serves"
+    );
 }
 
 fn frames_sent_with_the_upgrade_request_are_not_lost(engine: Engine) {
@@ -821,6 +852,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 }
 
 engine_tests!(
+    extreme_settings_are_served,
     a_switch_goes_only_to_a_protocol_the_client_offered,
     upgrade_edge_cases,
     echo_text_and_binary,

@@ -208,7 +208,9 @@ pub struct WsConfig {
     pub max_message_size: usize,
     /// Largest frame payload accepted; larger closes with 1009.
     pub max_frame_size: usize,
-    /// tungstenite's read buffer: allocated per connection for as long as it lives.
+    /// tungstenite's read buffer: allocated per connection for as long as it lives. At most
+    /// [`WsConfig::MAX_READ_BUFFER`]: a larger value is taken as that (the engine reads the
+    /// socket through its own buffer, so a larger one would only cost memory).
     pub read_buffer_size: usize,
     /// Bytes sent by [`WsSender`]s that the peer has not taken yet (queued, or buffered for the
     /// socket) beyond which [`WsSender::send`] fails with [`SendError::Full`]: a slow reader costs
@@ -237,6 +239,9 @@ impl Default for WsConfig {
 }
 
 impl WsConfig {
+    /// The largest [`WsConfig::read_buffer_size`] used: 1 MiB.
+    pub const MAX_READ_BUFFER: usize = 1 << 20;
+
     /// Sets [`WsConfig::max_message_size`].
     pub fn max_message_size(mut self, n: usize) -> Self {
         self.max_message_size = n;
@@ -275,7 +280,7 @@ impl WsConfig {
 
     pub(crate) fn tungstenite(&self) -> tungstenite::protocol::WebSocketConfig {
         tungstenite::protocol::WebSocketConfig::default()
-            .read_buffer_size(self.read_buffer_size)
+            .read_buffer_size(self.read_buffer_size.min(Self::MAX_READ_BUFFER))
             // Frames are written when the engine flushes, once per batch of replies.
             .write_buffer_size(usize::MAX - 1)
             .max_write_buffer_size(usize::MAX)
