@@ -186,3 +186,35 @@ engine_tests!(
     idle_deadline_counts_from_the_last_response,
     silent_connection_is_dropped,
 );
+
+/// A worker that lingers on an idle connection for its next request (`park_linger`) lingers no
+/// longer than the idle timeout: with one worker and a 10 s linger, the idle connection closes
+/// at its 400 ms idle timeout, and another client is answered by then, not after the linger.
+#[cfg(feature = "server")]
+#[test]
+fn park_linger_ends_at_the_idle_timeout() {
+    use twinhttp::server::Server;
+    let srv = Server::builder()
+        .workers(1)
+        .idle_timeout(Duration::from_millis(400))
+        .park_linger(Duration::from_secs(10))
+        .serve("127.0.0.1:0", app)
+        .expect("serve");
+    let mut a = Client::new(srv.local_addr());
+    assert_eq!(a.request("GET /", "").status, 200);
+    let started = Instant::now();
+    let mut b = Client::new(srv.local_addr());
+    assert_eq!(b.request("GET /", "Connection: close\r\n").status, 200);
+    let answered = started.elapsed();
+    assert!(a.is_closed(), "the idle connection is closed by the server");
+    let closed = started.elapsed();
+    assert!(
+        answered < Duration::from_secs(2),
+        "the other client was answered after {answered:?}"
+    );
+    assert!(
+        closed >= Duration::from_millis(300) && closed < Duration::from_secs(2),
+        "the idle connection closed after {closed:?} (idle timeout 400 ms, linger 10 s)"
+    );
+    srv.shutdown(Duration::from_secs(5)).expect("shutdown");
+}

@@ -272,7 +272,8 @@ impl Builder {
 
     /// How long a worker waits for the next request on a connection before parking it. A short
     /// linger keeps a busy keep-alive connection on its worker and saves a round trip through
-    /// the parker. Default: 0 (park at once).
+    /// the parker; while it lingers the worker serves no one else. The wait ends at the
+    /// connection's idle deadline if that comes first. Default: 0 (park at once).
     pub fn park_linger(mut self, t: Duration) -> Self {
         self.park_linger = t;
         self

@@ -137,7 +137,7 @@ fn serve<H: Handler>(
                     *s.held = Held::Socket { write, until };
                 }
                 match waits {
-                    Waits::Park if stays(shared, &mut conn, read, write) => {}
+                    Waits::Park if stays(shared, &mut conn, read, write, until) => {}
                     Waits::Park => return Some(conn),
                     Waits::Block => {
                         if !wait_on_socket(shared, &mut conn, pools, date, write, until) {
@@ -218,14 +218,25 @@ fn visit<H: Handler>(
 }
 
 /// With parking on, a connection waiting for its next request may wait on this worker a
-/// moment ([`Builder::park_linger`]): a busy keep-alive client's next request is then served
-/// without a hand-off. True when it became readable in that time.
-fn stays<H>(shared: &Shared<H>, conn: &mut Connection, read: bool, write: bool) -> bool {
+/// moment ([`Builder::park_linger`]), never past the driver's deadline `until` (its idle
+/// timeout is the parker's to carry out): a busy keep-alive client's next request is then
+/// served without a hand-off. True when it became readable in that time.
+fn stays<H>(
+    shared: &Shared<H>,
+    conn: &mut Connection,
+    read: bool,
+    write: bool,
+    until: Option<Instant>,
+) -> bool {
     let linger = shared.config.park_linger;
     if linger == Duration::ZERO || write || !read || !conn.is_idle() {
         return false;
     }
-    let until = deadline::after(Instant::now(), linger);
+    let lingered = deadline::after(Instant::now(), linger);
+    let until = match (until, lingered) {
+        (Some(due), Some(lingered)) => Some(due.min(lingered)),
+        (due, lingered) => due.or(lingered),
+    };
     let cancel = Some(&shared.control.shutting_down);
     io::wait(&*conn.stream(), false, until, cancel).is_ok()
 }
