@@ -120,3 +120,22 @@ fn shutdown_with_a_backlog_answers_everything_and_ends() {
     assert!(done.is_ok(), "shutdown: {done:?} after {took:?}");
     assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
 }
+
+/// A queue bound as large as a `usize` allows is taken as the largest the server allocates:
+/// the server starts and serves (`usize::MAX` panicked in the channel's allocation, and
+/// `1 << 40` aborted the process).
+#[test]
+fn a_huge_queue_bound_is_served() {
+    for n in [usize::MAX, 1 << 40] {
+        let srv = Server::builder()
+            .queue(n)
+            .max_connections(usize::MAX)
+            .serve("127.0.0.1:0", |_: &mut twinhttp::Request<'_>| {
+                Response::text("ok")
+            })
+            .expect("serve");
+        let mut c = Client::new(srv.local_addr());
+        assert_eq!(c.request("GET /", "").text(), "ok", "queue({n})");
+        srv.shutdown(Duration::from_secs(5)).expect("shutdown");
+    }
+}

@@ -70,6 +70,9 @@ pub enum Parking {
     Off,
 }
 
+/// The largest queue between the acceptor (and parker) and the workers ([`Builder::queue`]).
+pub const MAX_QUEUE: usize = 1 << 16;
+
 /// Settings for a [`Server`]; every setter documents its default.
 ///
 /// Made by [`Server::builder`]; the setters take and return it by value, and
@@ -157,6 +160,8 @@ impl Builder {
     }
 
     /// Bound of the queue between the acceptor (and parker) and the workers. Default: 1024.
+    /// At most [`Builder::max_connections`] and [`MAX_QUEUE`] (its slots are allocated when
+    /// the server starts): a larger value is taken as the smaller of the two.
     pub fn queue(mut self, n: usize) -> Self {
         self.queue = n.max(1);
         self
@@ -355,7 +360,9 @@ impl Builder {
         let listener = listener.into();
         listener.set_nonblocking()?;
         let address = listener.address()?;
-        let (tx, rx) = crossbeam_channel::bounded(self.queue);
+        // No more connections than are open wait in it.
+        let queue = self.queue.min(self.max_connections).min(MAX_QUEUE);
+        let (tx, rx) = crossbeam_channel::bounded(queue);
         let control = Arc::new(Control::new(0, self.memory_budget));
         control.publish_to(self.stats.handed_out());
         let handler = Arc::new(handler);
@@ -374,7 +381,7 @@ impl Builder {
         let pools = crate::http::pools::Shared::new(
             self.workers
                 .saturating_mul(2)
-                .max(crate::http::pools::POOL_KEEP),
+                .clamp(crate::http::pools::POOL_KEEP, MAX_QUEUE),
         );
         let parker = if self.parking != Parking::Off {
             Some(Arc::new(park::Parker::new(
