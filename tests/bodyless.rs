@@ -1,4 +1,5 @@
-//! HEAD, 1xx, 204, 205 and 304 carry no body; HEAD keeps the Content-Length a GET would have.
+//! HEAD, 1xx, 204, 205 and 304 carry no body; HEAD keeps the Content-Length a GET would have; a
+//! 2xx to CONNECT has no framing fields.
 mod support;
 use support::{Client, Engine, app, start};
 
@@ -72,7 +73,34 @@ fn reset_content_has_no_body(engine: Engine) {
     }
 }
 
+/// A 2xx to CONNECT makes the connection a tunnel for the client, and has no `Content-Length`
+/// or `Transfer-Encoding` (RFC 9110 §9.3.6): its body is the tunnel's bytes and the connection
+/// closes after them. A refusal (4xx) is framed as any response, and the connection is kept.
+fn a_2xx_to_connect_has_no_framing(engine: Engine) {
+    let srv = start(engine, |req: &mut twinhttp::Request<'_>| {
+        match (req.method(), req.header("host")) {
+            ("CONNECT", Some("denied.example:443")) => {
+                twinhttp::Response::new(403).with_body("denied")
+            }
+            ("CONNECT", _) => twinhttp::Response::new(200).with_body("tunnel bytes"),
+            _ => app(req),
+        }
+    });
+    let mut c = Client::new(srv.addr);
+    let r = c.roundtrip(b"CONNECT denied.example:443 HTTP/1.1\r\nHost: denied.example:443\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (403, "denied"));
+    assert_eq!(r.header("content-length"), Some("6"));
+    let r = c.roundtrip(b"CONNECT ok.example:443 HTTP/1.1\r\nHost: ok.example:443\r\n\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), None);
+    assert_eq!(r.header("transfer-encoding"), None);
+    // Read to the end of the connection: the body, then the close.
+    assert_eq!(r.text(), "tunnel bytes");
+    assert!(r.closes(), "Connection: close");
+}
+
 engine_tests!(
+    a_2xx_to_connect_has_no_framing,
     head_has_length_but_no_body,
     no_body_statuses,
     date_header_is_present,

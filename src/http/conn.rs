@@ -240,10 +240,18 @@ impl Conn {
         let bodyless = status == 204 || status == 304;
         // A 205 has no content either (RFC 9110 §15.3.6), and says so: `Content-Length: 0`.
         let reset = status == 205;
-        let len = resp.body().len();
+        let mut len = resp.body().len();
         let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
+        // After a 2xx to CONNECT the client takes the connection for a tunnel, and the response
+        // has no framing fields (RFC 9110 §9.3.6): the body goes out as the tunnel's bytes and
+        // the connection closes after it.
+        let tunnel = (200..300).contains(&status) && head.is_connect();
+        if tunnel {
+            len = None;
+        }
         let encoder = match (bodyless || reset, len) {
             (true, _) => Encoder::Skip,
+            (false, None) if tunnel => Encoder::CloseDelimited,
             (false, Some(_)) if head.is_head() => Encoder::Skip,
             (false, Some(n)) => Encoder::Length { remaining: n },
             (false, None) if head.is_head() => Encoder::Skip,

@@ -128,6 +128,10 @@ impl RequestHead {
         self.method() == "HEAD"
     }
 
+    pub(crate) fn is_connect(&self) -> bool {
+        self.method() == "CONNECT"
+    }
+
     pub(crate) fn target(&self) -> &str {
         self.line.get(self.method_end..).unwrap_or("")
     }
