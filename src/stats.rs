@@ -403,7 +403,8 @@ pub struct Stats {
     /// and the threads of detached connections.
     pub threads: u64,
     /// Bytes held now against the memory budget: request bodies in memory, response tails
-    /// waiting for their clients, WebSocket and event-stream send queues.
+    /// waiting for their clients, WebSocket and event-stream send queues, and WebSocket
+    /// messages still being received.
     pub memory_held: u64,
     /// The memory budget (`memory_budget` on either builder).
     pub memory_budget: u64,

@@ -240,6 +240,59 @@ fn extreme_settings_are_served(engine: Engine) {
     );
 }
 
+/// A WebSocket message that is never finished is charged to the server's memory budget: a
+/// client that sends fragment after fragment of one message (no message limit on its route)
+/// is closed with 1013 (try again later) once no room can be made, long before its fragments
+/// reach 64 MiB; what it held is given back, and another WebSocket is served after it.
+fn an_unfinished_message_is_held_to_the_memory_budget(engine: Engine) {
+    use tungstenite::protocol::frame::Frame;
+    use tungstenite::protocol::frame::coding::{Data, OpCode};
+    const BUDGET: usize = 1 << 20;
+    const FRAGMENT: usize = 64 * 1024;
+    let cfg = support::Config {
+        memory_budget: BUDGET,
+        ..support::Config::default()
+    };
+    let srv = support::start_with(engine, cfg, ws_app);
+    let mut ws = client(srv.addr, "/huge");
+    let mut sent = 0;
+    let mut opcode = OpCode::Data(Data::Binary);
+    // Fragments until the server closes (bounded: 64 MiB).
+    while sent < 64 << 20 {
+        let frame = Frame::message(vec![b'x'; FRAGMENT], opcode, false);
+        if ws.send(Message::Frame(frame)).is_err() {
+            break;
+        }
+        sent += FRAGMENT;
+        opcode = OpCode::Data(Data::Continue);
+    }
+    assert_eq!(
+        close_code(&mut ws),
+        Some(CloseCode::Again),
+        "closed with 1013 after {sent} bytes sent"
+    );
+    eprintln!("{engine:?}: closed with 1013 after {sent} bytes sent");
+    assert!(sent < 32 << 20, "closed only after {sent} bytes");
+    // Given back when the server drops the connection, just after the close frame went out.
+    let limit = std::time::Instant::now() + Duration::from_secs(5);
+    while srv.stats().memory_held > 0 {
+        assert!(
+            std::time::Instant::now() < limit,
+            "what it held is given back: {} bytes still held",
+            srv.stats().memory_held
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        srv.stats()
+            .refusals(twinhttp::stats::Refusal::SessionOverBudget)
+            >= 1
+    );
+    let mut other = client(srv.addr, "/ws");
+    other.send(Message::text("after")).expect("send");
+    assert_eq!(other.read().expect("read"), Message::text("after"));
+}
+
 fn frames_sent_with_the_upgrade_request_are_not_lost(engine: Engine) {
     let srv = start(engine, ws_app);
     let mut s = connect(srv.addr);
@@ -852,6 +905,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 }
 
 engine_tests!(
+    an_unfinished_message_is_held_to_the_memory_budget,
     extreme_settings_are_served,
     a_switch_goes_only_to_a_protocol_the_client_offered,
     upgrade_edge_cases,

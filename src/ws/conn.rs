@@ -13,6 +13,7 @@ use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
 use super::calls::{Call, Calls, HandlerIs, Left};
+use super::incoming::Incoming;
 use super::sender::Out;
 use super::{WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
@@ -27,6 +28,11 @@ pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 
 /// Messages read per step before other connections get their turn.
 const MESSAGE_BUDGET: u32 = 64;
+
+/// Bytes tungstenite takes in one read before the connection looks at the memory budget again
+/// (and counts a message of its step): tungstenite gathers a message's fragments for as long as
+/// input comes, so an endless message from a fast peer would otherwise be read in one call.
+const READ_SLICE: usize = 256 * 1024;
 
 /// How long input waits near the memory budget before room is made for it: the sessions whose
 /// unsent data is oldest (peers reading slower than they are sent to) are dropped then, so a
@@ -48,6 +54,10 @@ struct WsIo<'a> {
     grow_to: usize,
     /// Bytes written since the last [`WsIo::take_written`], for the output's minimum rate.
     written: usize,
+    /// Bytes handed to tungstenite since the last [`WsIo::take_taken`], for the budget.
+    taken: usize,
+    /// Bytes tungstenite may still take in this read ([`READ_SLICE`]).
+    slice_left: usize,
 }
 
 impl<'a> WsIo<'a> {
@@ -64,17 +74,37 @@ impl<'a> WsIo<'a> {
             drained: false,
             grow_to: if until_short { WS_READ_BUF } else { 0 },
             written: 0,
+            taken: 0,
+            slice_left: READ_SLICE,
         }
+    }
+
+    /// A read of at most [`READ_SLICE`] bytes begins.
+    fn new_slice(&mut self) {
+        self.slice_left = READ_SLICE;
+    }
+
+    /// The last read stopped at its slice, not for want of input.
+    fn sliced(&self) -> bool {
+        self.slice_left == 0
     }
 
     /// Bytes written since the last call.
     fn take_written(&mut self) -> usize {
         std::mem::take(&mut self.written)
     }
+
+    /// Bytes handed to tungstenite since the last call.
+    fn take_taken(&mut self) -> usize {
+        std::mem::take(&mut self.taken)
+    }
 }
 
 impl Read for WsIo<'_> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.slice_left == 0 {
+            return Err(ErrorKind::WouldBlock.into());
+        }
         if self.buf.is_empty() {
             if self.drained {
                 return Err(ErrorKind::WouldBlock.into());
@@ -97,9 +127,11 @@ impl Read for WsIo<'_> {
             }
         }
         let have = self.buf.filled();
-        let n = have.len().min(out.len());
+        let n = have.len().min(out.len()).min(self.slice_left);
         out[..n].copy_from_slice(&have[..n]);
         self.buf.consume(n);
+        self.taken += n;
+        self.slice_left -= n;
         Ok(n)
     }
 }
@@ -121,6 +153,16 @@ impl Write for WsIo<'_> {
     fn flush(&mut self) -> io::Result<()> {
         self.stream.flush()
     }
+}
+
+/// Whether the peer's input may be read now, near the memory budget.
+enum Input {
+    Read,
+    /// It waits in the socket until then (or until the connection is woken for room).
+    Wait(Instant),
+    /// No room can be made and the connection holds an unfinished message: it is closed
+    /// (1013, try again later).
+    Refused,
 }
 
 /// Whether `on_close` is still to be queued, and with what.
@@ -177,6 +219,8 @@ pub(crate) struct WsConn {
     sent: Meter,
     /// Since when input has waited for room in the memory budget.
     paused_since: Option<Instant>,
+    /// The unfinished incoming message, charged to the memory budget.
+    incoming: Incoming,
 }
 
 /// However the connection goes (an unwind included), its queue stops taking messages and
@@ -197,6 +241,7 @@ impl WsConn {
         rate: Option<MinRate>,
     ) -> Self {
         WsConn {
+            incoming: Incoming::new(sender.budget()),
             ctx: WebSocketContext::new(Role::Server, Some(cfg.tungstenite())),
             handler: Some(handler),
             sender,
@@ -288,16 +333,30 @@ impl WsConn {
             if budget == 0 {
                 return Next::Again;
             }
-            if let Some(until) = self.held_back(now) {
+            match self.held_back(now) {
+                Input::Read => {}
                 // Near the memory budget: the peer's input waits in the socket.
-                if self.calls.is_empty() && !self.sender.settle() {
-                    return Next::Paused {
-                        deadline: Some(until),
-                    };
+                Input::Wait(until) => {
+                    if self.calls.is_empty() && !self.sender.settle() {
+                        return Next::Paused {
+                            deadline: Some(until),
+                        };
+                    }
+                    continue;
                 }
-                continue;
+                Input::Refused => {
+                    self.sender.budget().session_dropped();
+                    self.fail(io, CloseCode::Again, "the server's memory is spent");
+                    continue;
+                }
             }
-            match self.ctx.read(io) {
+            io.new_slice();
+            let read = self.ctx.read(io);
+            let taken = io.take_taken();
+            self.incoming.took(taken, read.as_ref().ok());
+            match read {
+                // More input waits: the budget is looked at again first.
+                Err(e) if would_block(&e) && io.sliced() => budget -= 1,
                 Ok(msg) => {
                     budget -= 1;
                     self.last_rx = now;
@@ -400,30 +459,34 @@ impl WsConn {
 
     /// Whether input waits for room in the memory budget, and until when. Past
     /// [`PAUSE_GRACE`] room is made: the sessions whose unsent data is oldest are dropped (as
-    /// for a message that does not fit, at most `DROPS_PER_MESSAGE`); with none to drop, it
-    /// waits another grace.
-    fn held_back(&mut self, now: Instant) -> Option<Instant> {
+    /// for a message that does not fit, at most `DROPS_PER_MESSAGE`); with none to drop, a
+    /// connection whose unfinished incoming message is charged is refused (it cannot finish
+    /// it, and what it holds would never be given back), and any other waits another grace.
+    fn held_back(&mut self, now: Instant) -> Input {
         // A closing connection reads its peer's close frame whatever is held.
         if self.life != Life::Open {
             self.sender.unpause();
             self.paused_since = None;
-            return None;
+            return Input::Read;
         }
         if self.sender.may_read() {
             self.paused_since = None;
-            return None;
+            return Input::Read;
         }
         let since = *self.paused_since.get_or_insert(now);
         let until = deadline::after(since, PAUSE_GRACE).unwrap_or(since);
         if now < until {
-            return Some(until);
+            return Input::Wait(until);
         }
         if self.sender.make_room() {
             self.paused_since = None;
-            return None;
+            return Input::Read;
+        }
+        if self.incoming.is_charged() {
+            return Input::Refused;
         }
         self.paused_since = Some(now);
-        Some(deadline::after(now, PAUSE_GRACE).unwrap_or(now))
+        Input::Wait(deadline::after(now, PAUSE_GRACE).unwrap_or(now))
     }
 
     /// Waits for the socket; `stalled`: output is blocked, and this is when its rate runs out.

@@ -42,6 +42,7 @@
 mod calls;
 mod conn;
 pub(crate) mod handshake;
+mod incoming;
 mod sender;
 mod upgrade;
 

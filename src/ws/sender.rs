@@ -293,6 +293,11 @@ impl WsSender {
         self.shared.enlisted.budget().may_read(&self.shared.paused)
     }
 
+    /// The server's memory budget this connection is charged to.
+    pub(crate) fn budget(&self) -> &Budget {
+        self.shared.enlisted.budget()
+    }
+
     /// The connection reads no more (it is going away): off the budget's paused count.
     pub(crate) fn unpause(&self) {
         self.shared.enlisted.budget().unpause(&self.shared.paused);

@@ -92,6 +92,8 @@ pub struct Config {
     pub proxy_protocol: bool,
     /// Believe these proxies' forwarded headers.
     pub trusted_proxies: twinhttp::TrustedProxies,
+    /// The server's memory budget, in bytes.
+    pub memory_budget: usize,
 }
 
 impl Default for Config {
@@ -109,6 +111,7 @@ impl Default for Config {
             tls: None,
             proxy_protocol: false,
             trusted_proxies: twinhttp::TrustedProxies::new(),
+            memory_budget: 256 << 20,
         }
     }
 }
@@ -218,6 +221,7 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .access_log(cfg.access_log)
                 .proxy_protocol(cfg.proxy_protocol)
                 .trusted_proxies(cfg.trusted_proxies.clone())
+                .memory_budget(cfg.memory_budget)
                 .parking(match engine {
                     Engine::Server => twinhttp::server::Parking::All,
                     _ => twinhttp::server::Parking::Off,
@@ -249,7 +253,8 @@ pub fn start_on(engine: Engine, cfg: Config, on: On, handler: impl Handler) -> T
                 .limits(cfg.limits)
                 .access_log(cfg.access_log)
                 .proxy_protocol(cfg.proxy_protocol)
-                .trusted_proxies(cfg.trusted_proxies.clone());
+                .trusted_proxies(cfg.trusted_proxies.clone())
+                .memory_budget(cfg.memory_budget);
             #[cfg(feature = "tls")]
             let b = match cfg.tls.clone() {
                 Some(config) => b.tls(config),
