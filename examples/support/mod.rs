@@ -485,9 +485,14 @@ pub fn url(running: &Running, tls: bool) -> String {
     }
 }
 
+/// How long a shutdown waits for what is in flight: longer than a WebSocket's closing
+/// handshake (`WsConfig::close_timeout`, 5 s), so that a peer that never answers the server's
+/// close frame is let go before the grace ends and does not decide the exit status.
+const GRACE: Duration = Duration::from_secs(7);
+
 /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully: no new connections,
 /// requests in flight answered (with `Connection: close`), WebSockets closed with 1001, every
-/// thread joined within 5 s. Exits the process: 0 when the shutdown finished in time.
+/// thread joined within [`GRACE`]. Exits the process: 0 when the shutdown finished in time.
 ///
 /// On SIGUSR2, first a copy of this program with the same options starts on the same
 /// listening sockets (feature `systemd`): once it serves, this one shuts down as above, and no
@@ -507,7 +512,7 @@ pub fn until_signal(running: Running, name: &str, signals: Signals) -> ! {
         }
     }
     log::info!("{name}: shutting down");
-    let done = running.shutdown(Duration::from_secs(5));
+    let done = running.shutdown(GRACE);
     // Whoever reads our stderr may be gone by now: a failed write is not a failed shutdown.
     match done {
         Ok(()) => {
