@@ -706,6 +706,19 @@ fn generic_upgrade_and_blocking_websocket(engine: Engine) {
     s.write_all(b"later").expect("send");
     s.read_exact(&mut early).expect("echo");
     assert_eq!(&early, b"later");
+    // A request with a body switches once its body is read (RFC 9110 §7.8): the bytes after
+    // the body are the new protocol's.
+    let mut s = connect(srv.addr);
+    s.write_all(
+        b"POST /raw HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-echo\r\n\
+          Content-Length: 4\r\n\r\nbodyafter",
+    )
+    .expect("send");
+    let head = read_head(&mut s);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    s.read_exact(&mut early)
+        .expect("the bytes after the body echoed");
+    assert_eq!(&early, b"after");
     // Without Connection: upgrade the switch is refused.
     let (raw, _) = probe(
         srv.addr,

@@ -12,7 +12,7 @@ use crate::http::date::DateLine;
 use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
-use crate::http::request::{BodyFraming, RequestHead, Version};
+use crate::http::request::{RequestHead, Version};
 use crate::http::response::{BodyKind, ContentType, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::reason;
@@ -375,7 +375,7 @@ impl Conn {
     }
 
     /// Writes `101 Switching Protocols` for an upgrade response, when the request allows it:
-    /// HTTP/1.1 with `Connection: upgrade` and its body read (else 426 or 400, and close), and
+    /// HTTP/1.1 with `Connection: upgrade` and its body read (else 426 or 500, and close), and
     /// the server not shutting down (else 503).
     #[cold]
     fn write_switch(
@@ -394,8 +394,11 @@ impl Conn {
             || !offered(head, resp.header("upgrade"))
         {
             Some(426)
-        } else if !body_in_sync || head.body != BodyFraming::Empty {
-            Some(400)
+        } else if !body_in_sync {
+            // The handler switched without taking the body (a streaming handler): the new
+            // protocol's bytes would start somewhere in it. The server's fault, not the
+            // request's (RFC 9110 §7.8 allows a switch once the body is read).
+            Some(500)
         } else {
             None
         };
