@@ -139,3 +139,54 @@ fn a_huge_queue_bound_is_served() {
         srv.shutdown(Duration::from_secs(5)).expect("shutdown");
     }
 }
+
+/// A file is sent by the parker, never by a worker (no handler code is due): with the one
+/// worker held by a handler, a 32 MiB file whose response began before goes on to its end.
+#[test]
+fn a_file_goes_on_while_every_worker_is_busy() {
+    const LEN: usize = 32 << 20;
+    let path = std::env::temp_dir().join(format!("twinhttp-parker-file-{}", std::process::id()));
+    std::fs::write(&path, vec![b'f'; LEN]).expect("write the file");
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let entered_tx = Mutex::new(entered_tx);
+    let release = Mutex::new(release);
+    let served = path.clone();
+    let srv = Server::builder()
+        .workers(1)
+        .serve("127.0.0.1:0", move |req: &mut twinhttp::Request<'_>| {
+            if req.path() == "/block" {
+                let _ = entered_tx.lock().expect("lock").send(());
+                // Bounded: the test releases it, or it gives up after 20 s.
+                let _ = release
+                    .lock()
+                    .expect("lock")
+                    .recv_timeout(Duration::from_secs(20));
+                return Response::text("ok");
+            }
+            Response::file(req, &served)
+        })
+        .expect("serve");
+    let addr = srv.local_addr();
+    let mut file = Client::new(addr);
+    file.send(b"GET /file HTTP/1.1\r\nHost: t\r\n\r\n");
+    // Its head, then the one worker blocks in a handler.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        std::io::Read::read_exact(&mut file.reader, &mut byte).expect("the file's head");
+        head.push(byte[0]);
+    }
+    let mut blocked = Client::new(addr);
+    blocked.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
+    entered
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the handler ran");
+    let mut body = vec![0u8; LEN];
+    let got = std::io::Read::read_exact(&mut file.reader, &mut body);
+    release_tx.send(()).expect("release");
+    let _ = std::fs::remove_file(&path);
+    got.expect("the whole file while the worker is busy");
+    assert!(body.iter().all(|&b| b == b'f'));
+    assert_eq!(blocked.response().text(), "ok");
+}

@@ -29,9 +29,12 @@ pub(crate) enum Held {
     Socket { write: bool, until: Option<Instant> },
     /// A request is whole: a worker runs its handler.
     Request(Request),
-    /// Work the parker does not do: a streamed body's next piece (handler code), or the rest
-    /// of a turn that ran out of budget. A worker drives it on.
+    /// Work the parker does not do: a streamed body's next piece (handler code). A worker
+    /// drives it on.
     Work,
+    /// Its turn ran out of budget (a file's next MiB, more pipelined requests, a lingering
+    /// close's drain): the parker drives it on, and hands it to a worker only for handler code.
+    Turn,
     /// The response that hands the connection over is out: a worker gives it on.
     Handover(Handover),
 }
@@ -183,6 +186,17 @@ impl Connection {
     /// request has not come waits a moment for it).
     pub(crate) fn closes_at_shutdown(&self) -> bool {
         matches!(&self.phase, Phase::Http { driver, held: Held::Socket { .. } } if driver.closes_at_shutdown())
+    }
+
+    /// Its turn ran out of budget with the core's work next ([`Held::Turn`]).
+    pub(crate) fn yielded(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Http {
+                held: Held::Turn,
+                ..
+            }
+        )
     }
 
     /// A WebSocket or an event stream (or a connection becoming one).

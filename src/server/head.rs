@@ -4,7 +4,7 @@
 //! lingers. A connection goes to a worker only when its driver has handler work for it (a whole
 //! request to run, a streamed body's next piece, a hand-over), so no client, however slow or
 //! silent, holds a worker before its request has arrived whole, nor while it reads a response
-//! slowly.
+//! slowly, nor while a file is sent to it.
 
 use std::time::Instant;
 
@@ -28,6 +28,9 @@ pub(crate) enum Outcome {
     Ready(Connection),
     /// The socket has nothing more for now: park it again (its driver says for what).
     Park(Connection),
+    /// Its turn is over with more to do (a file's next MiB, a lingering close's drain): driven
+    /// again on this thread after the others, never by a worker (no handler code is due).
+    Again(Connection),
     /// The client closed, the connection failed, or its lingering close is over: drop it.
     Close,
 }
@@ -44,7 +47,7 @@ pub(crate) fn drive(
     let Some((stream, driver, held)) = conn.http() else {
         return Outcome::Ready(conn);
     };
-    if !matches!(held, Held::Socket { .. }) {
+    if !matches!(held, Held::Socket { .. } | Held::Turn) {
         return Outcome::Ready(conn);
     }
     let mut turn = Cx::new(
@@ -63,7 +66,8 @@ pub(crate) fn drive(
             *held = Held::Socket { write, until };
             return Outcome::Park(conn);
         }
-        Action::Yield | Action::Produce => Held::Work,
+        Action::Yield => return Outcome::Again(conn),
+        Action::Produce => Held::Work,
         Action::Switch(handover) => Held::Handover(handover),
         Action::Close => return Outcome::Close,
     };

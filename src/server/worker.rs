@@ -184,7 +184,7 @@ fn visit<H: Handler>(
     let mut ready = match std::mem::replace(s.held, Held::Work) {
         Held::Request(request) => Some(Action::Run(request)),
         Held::Handover(handover) => Some(Action::Switch(handover)),
-        Held::Socket { .. } | Held::Work => None,
+        Held::Socket { .. } | Held::Work | Held::Turn => None,
     };
     loop {
         let action = match ready.take() {
@@ -194,7 +194,13 @@ fn visit<H: Handler>(
         let Request { head, mut body } = match action {
             Action::Run(request) => request,
             Action::Wait { read, write, until } => return Some(Stop::Wait { read, write, until }),
-            Action::Yield | Action::Produce => return Some(Stop::Yield),
+            // The parker drives a yielded turn on (a worker only runs handler code); a worker
+            // that waits on its socket itself drives on here.
+            Action::Yield => {
+                *s.held = Held::Turn;
+                return Some(Stop::Yield);
+            }
+            Action::Produce => return Some(Stop::Yield),
             Action::Close => return Some(Stop::Close),
             Action::Switch(handover) => return Some(Stop::Switch(handover)),
         };
