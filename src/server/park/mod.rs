@@ -59,30 +59,70 @@ struct Parked {
     again: Vec<Connection>,
 }
 
-/// One registered connection: parked (`slot`) or being served by a worker.
+/// One registered connection: where it is, and its deadline here.
 #[derive(Default)]
 struct Entry {
-    slot: Option<Slot>,
+    place: Place,
     /// The parked connection's deadline (none while a worker has it), and its timer entry.
     due: Due,
-    /// An event came while a worker had the connection: its next park requeues it at once.
-    ready: bool,
     /// A WebSocket or an event stream (counted in `Parked::sessions`).
     session: bool,
 }
 
-struct Slot {
-    conn: Connection,
+/// Where a registered connection is.
+enum Place {
+    /// In the parker's poller.
+    Parked(Connection),
+    /// With a worker (or the parker thread driving it). `ready`: an event came meanwhile, so
+    /// its next park hands it back at once.
+    Away { ready: bool },
+}
+
+impl Default for Place {
+    fn default() -> Self {
+        Place::Away { ready: false }
+    }
+}
+
+impl Entry {
+    fn is_parked(&self) -> bool {
+        matches!(self.place, Place::Parked(_))
+    }
+
+    /// An event came for it: true when it is parked (to be taken out); if not, it is marked
+    /// for its next park.
+    fn event(&mut self) -> bool {
+        match &mut self.place {
+            Place::Parked(_) => true,
+            Place::Away { ready } => {
+                *ready = true;
+                false
+            }
+        }
+    }
+
+    /// Whether an event came while it was away (and forgets it).
+    fn take_ready(&mut self) -> bool {
+        match &mut self.place {
+            Place::Away { ready } => std::mem::take(ready),
+            Place::Parked(_) => false,
+        }
+    }
 }
 
 impl Parked {
     /// Takes a parked connection out of its slot; it has no deadline here until it parks again.
     fn take(&mut self, key: usize) -> Option<Connection> {
         let entry = self.entries.get_mut(key)?;
-        let slot = entry.slot.take()?;
+        if !entry.is_parked() {
+            return None;
+        }
+        let Place::Parked(conn) = std::mem::take(&mut entry.place) else {
+            return None;
+        };
         self.timers.set(key, &mut entry.due, None);
-        slot.conn.counters().unparked();
-        Some(slot.conn)
+        conn.counters().unparked();
+        Some(conn)
     }
 }
 
@@ -105,11 +145,7 @@ impl Drop for Ticket {
         // connections it closes after unlocking), so this cannot deadlock.
         if let Some(parker) = self.parker.upgrade() {
             let mut parked = parker.lock();
-            if parked
-                .entries
-                .get(self.key)
-                .is_some_and(|e| e.slot.is_none())
-            {
+            if parked.entries.get(self.key).is_some_and(|e| !e.is_parked()) {
                 let mut entry = parked.entries.remove(self.key);
                 parked.timers.remove(self.key, &mut entry.due);
                 if entry.session {
@@ -278,7 +314,7 @@ impl Parker {
                     drop(parked);
                     return Parking::Refused(conn);
                 };
-                if std::mem::take(&mut entry.ready) {
+                if entry.take_ready() {
                     drop(parked);
                     return Parking::Ready(conn);
                 }
@@ -313,7 +349,7 @@ impl Parker {
         if let Some(entry) = entries.get_mut(key) {
             timers.set(key, &mut entry.due, deadline);
             conn.counters().parked();
-            entry.slot = Some(Slot { conn });
+            entry.place = Place::Parked(conn);
         }
         drop(parked);
         if wake {
@@ -419,8 +455,7 @@ impl Parker {
         let Some(entry) = parked.entries.get_mut(key) else {
             return;
         };
-        if entry.slot.is_none() {
-            entry.ready = true;
+        if !entry.event() {
             return;
         }
         let Some(queue) = parked.queue.clone() else {

@@ -68,7 +68,7 @@ impl Parker {
                     let keys: Vec<usize> = parked
                         .entries
                         .iter()
-                        .filter(|(_, e)| e.slot.is_some())
+                        .filter(|(_, e)| e.is_parked())
                         .map(|(key, _)| key)
                         .collect();
                     for key in keys {
@@ -94,10 +94,10 @@ impl Parker {
                     let Some(entry) = parked.entries.get_mut(ev.key) else {
                         continue;
                     };
-                    if entry.slot.is_none() {
-                        entry.ready = true;
-                    } else if let Some(conn) = parked.take(ev.key) {
-                        ready.push(conn);
+                    if entry.event() {
+                        if let Some(conn) = parked.take(ev.key) {
+                            ready.push(conn);
+                        }
                     }
                 }
                 while let Some((at, key)) = parked.timers.pop_due(now) {
