@@ -47,11 +47,33 @@ pub(crate) struct Parts<H> {
     pub(crate) index: usize,
 }
 
+/// Where a loop's new connections come from.
+enum Intake {
+    /// Its own listener ([`super::Accept::ReusePort`]). `paused_until`: accepting is paused
+    /// after descriptor exhaustion, until then.
+    Listening {
+        listener: Registered<Listener>,
+        paused_until: Option<Instant>,
+    },
+    /// The acceptor thread hands it connections ([`super::Accept::Thread`]).
+    Fed,
+    /// Shutdown began: no more.
+    Stopping,
+}
+
+impl Intake {
+    /// When a paused listener listens again.
+    fn resumes_at(&self) -> Option<Instant> {
+        match self {
+            Intake::Listening { paused_until, .. } => *paused_until,
+            Intake::Fed | Intake::Stopping => None,
+        }
+    }
+}
+
 pub(crate) struct EventLoop<H> {
     poller: Arc<Poller>,
-    listener: Option<Registered<Listener>>,
-    /// While accepting is paused after descriptor exhaustion: when to resume.
-    accept_paused_until: Option<Instant>,
+    intake: Intake,
     admission: Admission,
     conns: Slab<Connection>,
     /// Every connection's deadline: a wake-up only touches the due ones.
@@ -75,7 +97,6 @@ pub(crate) struct EventLoop<H> {
     again: Vec<(usize, u64)>,
     /// WebSockets whose senders queued messages from other threads.
     wakes: Arc<Wakes>,
-    stopping: bool,
     index: usize,
     /// Times inline handler calls (off with pool dispatch).
     blocking: Blocking,
@@ -94,13 +115,12 @@ impl<H: Handler> EventLoop<H> {
                 "the reactor registers connections level-triggered, which this platform's poller cannot do",
             ));
         }
-        let listener = match parts.listener {
-            Some(l) => Some(Registered::level(
-                parts.poller.clone(),
-                l,
-                Event::readable(LISTENER),
-            )?),
-            None => None,
+        let intake = match parts.listener {
+            Some(l) => Intake::Listening {
+                listener: Registered::level(parts.poller.clone(), l, Event::readable(LISTENER))?,
+                paused_until: None,
+            },
+            None => Intake::Fed,
         };
         // Only inline calls hold a loop; pool workers are the pool's.
         let blocking = Blocking::new(match parts.pool {
@@ -109,8 +129,7 @@ impl<H: Handler> EventLoop<H> {
         });
         Ok(EventLoop {
             poller: parts.poller.clone(),
-            listener,
-            accept_paused_until: None,
+            intake,
             admission: Admission::new(
                 parts.control.clone(),
                 parts.cfg.max_connections,
@@ -129,7 +148,6 @@ impl<H: Handler> EventLoop<H> {
             accepted: parts.accepted,
             again: Vec::new(),
             wakes: Arc::new(Inbox::new(parts.poller.clone())),
-            stopping: false,
             index: parts.index,
             blocking,
             date: DateLine::new(),
@@ -146,7 +164,7 @@ impl<H: Handler> EventLoop<H> {
         loop {
             let now = Instant::now();
             let timeout = if self.again.is_empty() {
-                let next = [self.timers.next(), self.accept_paused_until]
+                let next = [self.timers.next(), self.intake.resumes_at()]
                     .into_iter()
                     .flatten()
                     .min();
@@ -158,7 +176,7 @@ impl<H: Handler> EventLoop<H> {
             // Moves on past inline handler code's time (`ready`), so the connections after a
             // slow handler do not take deadlines from before it.
             let mut now = Instant::now();
-            if !self.stopping && self.control.is_shutting_down() {
+            if !self.is_stopping() && self.control.is_shutting_down() {
                 self.begin_shutdown(now);
             }
             for ev in events.iter() {
@@ -194,10 +212,15 @@ impl<H: Handler> EventLoop<H> {
             self.expire(now);
             // One store per wake-up, by the one thread that changes it.
             (self.control.counters).loop_holds(self.index, self.conns.len());
-            if self.stopping && self.conns.is_empty() && self.away == 0 {
+            if self.is_stopping() && self.conns.is_empty() && self.away == 0 {
                 return;
             }
         }
+    }
+
+    /// Shutdown began on this loop.
+    fn is_stopping(&self) -> bool {
+        matches!(self.intake, Intake::Stopping)
     }
 
     /// A turn of connection `key`; `readable` when a readable event brought it.
@@ -207,7 +230,7 @@ impl<H: Handler> EventLoop<H> {
         key: usize,
         readable: bool,
     ) -> (Cx<'_, H>, &mut Slab<Connection>) {
-        let closing = self.stopping;
+        let closing = self.is_stopping();
         (
             Cx {
                 handler: &self.handler,
@@ -334,7 +357,7 @@ impl<H: Handler> EventLoop<H> {
                     return;
                 };
                 self.timers.set(key, &mut conn.due, deadline);
-                if self.stopping && conn.closes_at_shutdown() {
+                if matches!(self.intake, Intake::Stopping) && conn.closes_at_shutdown() {
                     self.close(key);
                     return;
                 }
@@ -384,10 +407,14 @@ impl<H: Handler> EventLoop<H> {
     }
 
     fn expire(&mut self, now: Instant) {
-        if self.accept_paused_until.is_some_and(|t| t <= now) {
-            self.accept_paused_until = None;
-            if let Some(l) = &self.listener {
-                let _ = l.set_level(Event::readable(LISTENER));
+        if let Intake::Listening {
+            listener,
+            paused_until,
+        } = &mut self.intake
+        {
+            if paused_until.is_some_and(|t| t <= now) {
+                *paused_until = None;
+                let _ = listener.set_level(Event::readable(LISTENER));
             }
         }
         while let Some((at, key)) = self.timers.pop_due(now) {
@@ -412,7 +439,7 @@ impl<H: Handler> EventLoop<H> {
 
     fn accept(&mut self, now: Instant) {
         for _ in 0..ACCEPT_BUDGET {
-            let Some(listener) = &self.listener else {
+            let Intake::Listening { listener, .. } = &self.intake else {
                 return;
             };
             match self.admission.accept(listener.get()) {
@@ -420,8 +447,15 @@ impl<H: Handler> EventLoop<H> {
                 acceptor::Accepted::Handled => {}
                 acceptor::Accepted::Drained => break,
                 acceptor::Accepted::Pause(pause) => {
+                    let Intake::Listening {
+                        listener,
+                        paused_until,
+                    } = &mut self.intake
+                    else {
+                        return;
+                    };
                     // Never sleep on the loop: pause accepting and keep serving the rest.
-                    self.accept_paused_until = Some(now + pause);
+                    *paused_until = Some(now.checked_add(pause).unwrap_or(now));
                     // Level-triggered, the pending connections would be reported at every
                     // wait: stop listening until the pause is over.
                     if listener.set_level(Event::none(LISTENER)).is_err() {
@@ -454,8 +488,7 @@ impl<H: Handler> EventLoop<H> {
     /// Stop accepting; run every connection once so a request already in its socket buffer is
     /// answered (with `Connection: close`); idle ones close, busy ones after their response.
     fn begin_shutdown(&mut self, now: Instant) {
-        self.stopping = true;
-        self.listener = None;
+        self.intake = Intake::Stopping;
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         let mut now = now;
         for key in keys {
