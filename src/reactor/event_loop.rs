@@ -357,10 +357,6 @@ impl<H: Handler> EventLoop<H> {
                     return;
                 };
                 self.timers.set(key, &mut conn.due, deadline);
-                if matches!(self.intake, Intake::Stopping) && conn.closes_at_shutdown() {
-                    self.close(key);
-                    return;
-                }
                 // Interest follows what the connection waits for, but reading is dropped
                 // lazily: only when readable events keep coming while it does not read (a
                 // request on the pool, a response streaming out, output backed up), which

@@ -97,9 +97,8 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
                 Parking::Refused(conn) if conn.session().is_some() => {
                     session::abandon(conn, &mut pools);
                 }
-                // Parking has ended (shutdown): an idle connection closes; an exchange under way
-                // is finished here, waiting on its socket.
-                Parking::Refused(conn) if conn.closes_at_shutdown() => drop(conn),
+                // Parking has ended (shutdown): driven on here, waiting on its socket, with the
+                // shutdown's rules (an idle connection, its driver closes).
                 Parking::Refused(conn) => next = Some((conn, Waits::Block)),
             }
         }

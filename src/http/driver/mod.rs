@@ -283,6 +283,11 @@ impl Driver {
                         self.input = Input::Drained;
                     }
                     self.rest(cx.pools);
+                    // At shutdown a connection idle after an exchange closes here: the engines
+                    // only carry it out.
+                    if cx.closing && self.closes_at_shutdown() {
+                        return self.close(cx.pools);
+                    }
                     // A transport with output held back (a TLS handshake flight) is woken when
                     // the stream takes more, too: its next read sends it.
                     return self.wait(true, io.wants_write(), cx.now);

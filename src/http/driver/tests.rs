@@ -299,6 +299,31 @@ fn shutdown_makes_the_response_the_last() {
     assert!(b.io.take_out().contains("Connection: close\r\n"));
 }
 
+/// Shutdown's rule for a keep-alive connection is the driver's: idle after an exchange, it
+/// closes at its next turn; one whose first request has not come waits on for it.
+#[test]
+fn at_shutdown_a_connection_idle_after_an_exchange_closes() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 1);
+    assert!(
+        matches!(next, Action::Wait { read: true, .. }),
+        "{}",
+        shown(&next)
+    );
+    b.closing = true;
+    assert_eq!(shown(&b.echo().1), "close");
+    let mut fresh = Bench::new();
+    fresh.closing = true;
+    let (_, next) = fresh.echo();
+    assert!(
+        matches!(next, Action::Wait { read: true, .. }),
+        "{}",
+        shown(&next)
+    );
+}
+
 #[test]
 fn a_body_that_falls_short_aborts_the_connection() {
     let mut b = Bench::new();

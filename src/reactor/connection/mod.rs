@@ -145,11 +145,6 @@ impl Connection {
         self._open.set(now);
     }
 
-    /// True when a shutdown closes it now: an HTTP connection idle after an exchange.
-    pub(crate) fn closes_at_shutdown(&self) -> bool {
-        matches!(&self.phase, Phase::Http(driver) if driver.closes_at_shutdown())
-    }
-
     /// Runs the connection as far as it can go without blocking.
     pub(crate) fn drive<H: Handler>(&mut self, cx: &mut Cx<'_, H>) -> Next {
         match &self.phase {

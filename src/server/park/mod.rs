@@ -366,7 +366,7 @@ impl Parker {
             Parking::Parked => None,
             // It had no slot while it was driven here, so no event marked it ready.
             Parking::Ready(conn) => Some(conn),
-            Parking::Refused(conn) if conn.closes_at_shutdown() => None,
+            // A worker drives it with the shutdown's rules (an idle one, its driver closes).
             Parking::Refused(conn) => Some(conn),
         }
     }
