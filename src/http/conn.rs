@@ -245,7 +245,7 @@ impl Conn {
         // After a 2xx to CONNECT the client takes the connection for a tunnel, and the response
         // has no framing fields (RFC 9110 §9.3.6): the body goes out as the tunnel's bytes and
         // the connection closes after it.
-        let tunnel = (200..300).contains(&status) && head.is_connect();
+        let tunnel = head.is_connect() && (200..300).contains(&status);
         if tunnel {
             len = None;
         }

@@ -128,8 +128,10 @@ impl RequestHead {
         self.method() == "HEAD"
     }
 
+    /// (The length first: every response asks, and a method of another length is not read.)
+    #[inline]
     pub(crate) fn is_connect(&self) -> bool {
-        self.method() == "CONNECT"
+        self.method_end == "CONNECT".len() && self.method() == "CONNECT"
     }
 
     pub(crate) fn target(&self) -> &str {

@@ -306,7 +306,7 @@ impl Driver {
     }
 
     /// The handler of the request `head` gave `answer` at `at` (the engine's clock, read after
-    /// the handler returned): its response is queued (then [`Driver::drive`] writes it). A
+    /// the handler returned; not before the turn's time): its response is queued (then [`Driver::drive`] writes it). A
     /// panic is answered `500` and closes the connection. The turn goes on from `at`: the
     /// response's rate and the next idle wait start when the answer came, not when the turn
     /// that ran a slow handler began.
@@ -317,7 +317,7 @@ impl Driver {
         at: Instant,
         cx: &mut Cx<'_>,
     ) {
-        cx.now = cx.now.max(at);
+        cx.now = at;
         let Phase::Busy(busy) = &mut self.phase else {
             cx.pools.give_head(head);
             return;

@@ -16,14 +16,13 @@ use crate::http::stream::{Produced, Streaming};
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
 
-/// How a turn of the driver ended: the loop's next step, or a hand-over to carry out.
-enum Stop {
-    Next(Next),
-    Switch(Handover),
-}
-
-/// `began` moved on by the `held` time inline handler code took (on the coarse clock).
+/// `began` moved on by the `held` time inline handler code took (on the coarse clock, whose
+/// ticks are milliseconds apart: most calls held it for none).
+#[inline]
 fn later(began: Instant, held: Duration) -> Instant {
+    if held.is_zero() {
+        return began;
+    }
     began.checked_add(held).unwrap_or(began)
 }
 
@@ -43,7 +42,7 @@ impl Connection {
         if !cx.readable {
             turn.not_readable();
         }
-        let stop = loop {
+        let handover = loop {
             match driver.drive(self.socket.get_mut(), &mut turn) {
                 Action::Run(Request { head, mut body }) => match cx.pool {
                     // Earlier responses go out while the pool runs it: drive on. Counted as
@@ -70,14 +69,17 @@ impl Connection {
                         body.release();
                         let at = later(turn.now, held);
                         driver.answer(head, answered, at, &mut turn);
+                        // The loop's clock moves on with it (the next connections' deadlines,
+                        // a session started here).
+                        cx.now = at;
                     }
                 },
                 Action::Wait { read, write, until } => {
-                    break Stop::Next(Next::Wait {
+                    return Next::Wait {
                         read,
                         write,
                         deadline: until,
-                    });
+                    };
                 }
                 Action::Produce => match cx.pool {
                     Some(pool) => match driver.lend_producer() {
@@ -87,7 +89,7 @@ impl Connection {
                             streaming,
                             out,
                         }),
-                        None => break Stop::Next(Next::Again),
+                        None => return Next::Again,
                     },
                     None => {
                         let started = cx.blocking.start();
@@ -96,20 +98,15 @@ impl Connection {
                         driver.produce(&mut turn, || {
                             later(began, blocking.produced(started, counters))
                         });
+                        cx.now = turn.now;
                     }
                 },
-                Action::Yield => break Stop::Next(Next::Again),
-                Action::Close => break Stop::Next(Next::Close),
-                Action::Switch(handover) => break Stop::Switch(handover),
+                Action::Yield => return Next::Again,
+                Action::Close => return Next::Close,
+                Action::Switch(handover) => break handover,
             }
         };
-        // Inline handler code moved the clock: the loop's next turns (and a session started
-        // here) go on from the time the driver last took.
-        cx.now = turn.now;
-        match stop {
-            Stop::Next(next) => next,
-            Stop::Switch(handover) => self.switch(handover, cx),
-        }
+        self.switch(handover, cx)
     }
 
     /// A pool worker's answer arrived.
