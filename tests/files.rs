@@ -105,6 +105,37 @@ fn ranges(engine: Engine) {
     assert_eq!(r.status, 200);
 }
 
+/// RFC 9110 §14.1.1: a suffix range with a non-zero length is satisfiable even on an empty
+/// file, whose whole (empty) representation is then the answer: a `200`, not a `416`; a range
+/// with a first position is not (`0-0` of nothing). Range units compare case-insensitively
+/// (RFC 9110 §14.1).
+fn empty_file_and_range_unit_case(engine: Engine) {
+    let empty = TempFile::new(0);
+    let file = TempFile::new(1000);
+    let (empty_path, path) = (empty.0.clone(), file.0.clone());
+    let srv = start(engine, move |req: &mut Request<'_>| match req.path() {
+        "/empty" => Response::file(req, &empty_path),
+        _ => Response::file(req, &path),
+    });
+    let mut c = Client::new(srv.addr);
+    let r = get(&mut c, "/empty", "Range: bytes=-5\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("0"));
+    assert_eq!(r.header("content-range"), None);
+    assert!(r.body.is_empty());
+    let r = get(&mut c, "/empty", "Range: bytes=0-0\r\n");
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */0"));
+    let r = get(&mut c, "/empty", "Range: bytes=-0\r\n");
+    assert_eq!(r.status, 416);
+    for unit in ["BYTES", "Bytes", "bYtEs"] {
+        let r = get(&mut c, "/file", &format!("Range: {unit}=0-1\r\n"));
+        assert_eq!(r.status, 206, "{unit}");
+        assert_eq!(r.header("content-range"), Some("bytes 0-1/1000"), "{unit}");
+        assert_eq!(r.body, &file.1[..2], "{unit}");
+    }
+}
+
 fn conditional_requests(engine: Engine) {
     let file = TempFile::new(100);
     // Changed a while ago: its date is a strong validator, which If-Range needs.
@@ -245,6 +276,7 @@ engine_tests!(
     documented_static_pattern_refuses_escapes,
     whole_file_head_and_keep_alive,
     ranges,
+    empty_file_and_range_unit_case,
     conditional_requests,
     missing_files_and_methods,
 );

@@ -257,11 +257,17 @@ enum Range {
     Bytes(u64, u64),
 }
 
-/// One `bytes=` range against a file of `len` bytes (RFC 9110 §14.1.2).
+/// One `bytes=` range against a file of `len` bytes (RFC 9110 §14.1.2). The unit is compared
+/// case-insensitively (RFC 9110 §14.1). A suffix range with a non-zero length is satisfiable
+/// on an empty file too (§14.1.1), and names its whole (empty) content, which no `206` can
+/// describe: it is ignored, and the file sent whole.
 fn parse_range(header: &str, len: u64) -> Range {
-    let Some(spec) = header.trim().strip_prefix("bytes=") else {
+    let Some((unit, spec)) = header.trim().split_once('=') else {
         return Range::Ignore;
     };
+    if !unit.eq_ignore_ascii_case("bytes") {
+        return Range::Ignore;
+    }
     if spec.contains(',') {
         return Range::Ignore;
     }
@@ -276,8 +282,9 @@ fn parse_range(header: &str, len: u64) -> Range {
     };
     match (first.trim().is_empty(), num(first), num(last)) {
         // bytes=-N: the last N bytes.
-        (true, _, Some(n)) if n > 0 && len > 0 => Range::Bytes(len.saturating_sub(n), len - 1),
-        (true, _, Some(_)) => Range::Unsatisfiable,
+        (true, _, Some(0)) => Range::Unsatisfiable,
+        (true, _, Some(_)) if len == 0 => Range::Ignore,
+        (true, _, Some(n)) => Range::Bytes(len.saturating_sub(n), len - 1),
         (false, Some(a), _) if a >= len => Range::Unsatisfiable,
         (false, Some(a), None) if last.trim().is_empty() => Range::Bytes(a, len - 1),
         (false, Some(a), Some(b)) if b >= a => Range::Bytes(a, b.min(len - 1)),
@@ -309,6 +316,10 @@ mod tests {
             ("bytes=10-", 10, Range::Unsatisfiable),
             ("bytes=-0", 10, Range::Unsatisfiable),
             ("bytes=0-0", 0, Range::Unsatisfiable),
+            ("bytes=-5", 0, Range::Ignore),
+            ("bytes=-0", 0, Range::Unsatisfiable),
+            ("BYTES=0-1", 10, Range::Bytes(0, 1)),
+            ("Bytes=-3", 10, Range::Bytes(7, 9)),
             ("bytes=4-2", 10, Range::Ignore),
             ("bytes=0-1,4-5", 10, Range::Ignore),
             ("items=0-1", 10, Range::Ignore),
