@@ -13,6 +13,8 @@ pub(crate) enum ParseError {
     Malformed,
     /// The request-target is longer than the limit.
     TargetTooLong,
+    /// The method is longer than any the server implements ([`MAX_METHOD_BYTES`]).
+    MethodTooLong,
     /// The head is larger than the limit, or has more fields than the limit.
     HeadTooLarge,
     /// The HTTP version is not 1.0 or 1.1.
@@ -42,7 +44,7 @@ impl ParseError {
             ParseError::TargetTooLong => 414,
             ParseError::HeadTooLarge => 431,
             ParseError::UnsupportedVersion => 505,
-            ParseError::UnsupportedEncoding => 501,
+            ParseError::UnsupportedEncoding | ParseError::MethodTooLong => 501,
             ParseError::UnsupportedExpectation => 417,
             ParseError::BodyTooLarge => 413,
             ParseError::Malformed
@@ -55,9 +57,16 @@ impl ParseError {
     }
 }
 
-/// Room for the longest method we expect plus `" HTTP/1.1\r\n"`, used to tell a long target
-/// (414) from a long head (431) while the request line is still incomplete.
-const REQUEST_LINE_SLACK: usize = 32;
+/// The longest method taken: every registered method fits (the longest, `UPDATEREDIRECTREF`,
+/// has 17 bytes). A longer one is longer than any the server implements, and gets `501`
+/// (RFC 9112 §3), decided as soon as its first `MAX_METHOD_BYTES + 1` bytes have come.
+pub(crate) const MAX_METHOD_BYTES: usize = 20;
+
+/// Room on the request line beside its target: the longest method, its space, and
+/// `" HTTP/1.1\r\n"`. A line longer than the target limit plus this, whose method fits, has a
+/// target over the limit: used to tell a long target (414) from a long head (431) while the
+/// request line is still incomplete.
+const REQUEST_LINE_SLACK: usize = MAX_METHOD_BYTES + " ".len() + " HTTP/1.1\r\n".len();
 
 /// Parses one request head from the front of `buf` into `head`.
 ///
@@ -333,27 +342,39 @@ fn sub_delim(b: u8) -> bool {
     )
 }
 
-/// The length rules [`partial`] holds a partial head to, decided on the prefix where they first
-/// apply: input that reaches past it is refused for its length if that prefix was a valid start
-/// of a head, whatever follows and however the input was cut (a client that sent a 400-byte
-/// method gets 414 whether the invalid byte after it came in the same read or a later one).
+/// The length rules [`partial`] holds a partial head to, and the method's, decided on the
+/// prefix where they first apply: input that reaches past it is refused for its length if that
+/// prefix was a valid start of a head, whatever follows and however the input was cut (a
+/// client that sent a 400-byte target gets 414 whether the invalid byte after it came in the
+/// same read or a later one; one that sent a 400-byte method, 501).
 fn too_long(buf: &[u8], limits: &Limits) -> Option<ParseError> {
+    let method_at = method_too_long_at(buf);
     let line_cap = limits.max_target_bytes.saturating_add(REQUEST_LINE_SLACK);
-    let line_at =
-        (buf.len() > line_cap && !buf[..=line_cap].contains(&b'\n')).then_some(line_cap + 1);
+    let line_at = (buf.len() > line_cap && !buf[..=line_cap].contains(&b'\n'))
+        .then(|| line_cap.saturating_add(1));
     let head_at = (buf.len() >= limits.max_head_bytes).then_some(limits.max_head_bytes);
-    let at = match (line_at, head_at) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
+    let at = [method_at, line_at, head_at].into_iter().flatten().min()?;
     let prefix = &buf[..at];
     let mut slots =
         [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
     let mut req = httparse::Request::new(&mut []);
     match req.parse_with_uninit_headers(prefix, &mut slots[..limits.header_slots()]) {
+        Ok(httparse::Status::Partial) if method_at == Some(at) => Some(ParseError::MethodTooLong),
         Ok(httparse::Status::Partial) => partial(prefix, limits).err(),
         _ => None,
     }
+}
+
+/// Where the method rule applies: the end of the first `MAX_METHOD_BYTES + 1` bytes after the
+/// empty lines a request may start with, when they are all token bytes (a method that has not
+/// ended yet). Whether the prefix up to there is a valid start of a head is the caller's check.
+fn method_too_long_at(buf: &[u8]) -> Option<usize> {
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let end = start.checked_add(MAX_METHOD_BYTES + 1)?;
+    buf.get(start..end)?
+        .iter()
+        .all(|&b| is_tchar(b))
+        .then_some(end)
 }
 
 /// Decides whether a partial head can still become a valid one.
@@ -863,8 +884,9 @@ mod tests {
             ..Limits::default()
         };
         let parse = |input: &[u8]| parse_head(input, &limits, &mut RequestHead::default());
-        let mut input = vec![b'Q'; 400];
-        input.extend_from_slice(b" /d \rQQQQ");
+        let mut input = b"GET /".to_vec();
+        input.extend_from_slice(&[b'a'; 400]);
+        input.extend_from_slice(b" \rQQQQ");
         let whole = parse(&input);
         assert_eq!(whole, Err(ParseError::TargetTooLong));
         for cut in 1..input.len() {
@@ -876,6 +898,55 @@ mod tests {
         let mut early = b"GET /\x01".to_vec();
         early.extend_from_slice(&[b'a'; 400]);
         assert_eq!(parse(&early), Err(ParseError::Malformed));
+    }
+
+    /// RFC 9112 §3: a method longer than any the server implements is 501, not 414 (the
+    /// input the test above used to send, a 400-byte method, is one). The rule is decided on
+    /// the method's first `MAX_METHOD_BYTES + 1` bytes, so every cut of the input gets the
+    /// same answer, also when the line goes wrong later or the target is too long as well.
+    #[test]
+    fn a_method_longer_than_any_implemented_is_501_however_it_arrives() {
+        let limits = Limits {
+            max_target_bytes: 256,
+            ..Limits::default()
+        };
+        let parse = |input: &[u8]| parse_head(input, &limits, &mut RequestHead::default());
+        let long = |method_len: usize, rest: &[u8]| {
+            let mut input = vec![b'Q'; method_len];
+            input.extend_from_slice(rest);
+            input
+        };
+        for input in [
+            long(400, b" /d \rQQQQ"),
+            long(40_000, b" / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            long(MAX_METHOD_BYTES + 1, b" / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            long(300, &[b'a'; 300]),
+            [&b"\r\n\r\n"[..], &long(300, b" / HTTP/1.1\r\n\r\n")].concat(),
+        ] {
+            let whole = parse(&input);
+            assert_eq!(whole, Err(ParseError::MethodTooLong));
+            assert_eq!(whole.map_err(ParseError::status), Err(501));
+            for cut in 1..input.len().min(1000) {
+                let first = parse(&input[..cut]);
+                let answer = if first == Ok(None) { whole } else { first };
+                assert_eq!(answer, whole, "cut at {cut}");
+            }
+        }
+        // The longest method taken, and the longest registered one (RFC 4437).
+        for method in ["Q".repeat(MAX_METHOD_BYTES), "UPDATEREDIRECTREF".to_owned()] {
+            let input = format!("{method} / HTTP/1.1\r\nHost: a\r\n\r\n");
+            let mut head = RequestHead::default();
+            assert_eq!(
+                parse_head(input.as_bytes(), &limits, &mut head),
+                Ok(Some(input.len()))
+            );
+            assert_eq!(head.method(), method);
+        }
+        // A method that goes wrong before it is too long: 400.
+        assert_eq!(
+            parse(&long(5, b"\x01QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ")),
+            Err(ParseError::Malformed)
+        );
     }
 
     #[test]
