@@ -88,6 +88,11 @@ pub(crate) fn parse_head(
         [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
     let mut req = httparse::Request::new(&mut []);
     let status = req.parse_with_uninit_headers(buf, &mut slots[..limits.header_slots()]);
+    if !matches!(status, Ok(httparse::Status::Complete(_))) {
+        if let Some(long) = method_rule(buf, limits) {
+            return Err(long);
+        }
+    }
     let len = match status {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
@@ -101,6 +106,9 @@ pub(crate) fn parse_head(
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(ParseError::Malformed);
     };
+    if method.len() > MAX_METHOD_BYTES {
+        return Err(ParseError::MethodTooLong);
+    }
     if target.len() > limits.max_target_bytes {
         return Err(ParseError::TargetTooLong);
     }
@@ -348,11 +356,17 @@ fn sub_delim(b: u8) -> bool {
 /// client that sent a 400-byte target gets 414 whether the invalid byte after it came in the
 /// same read or a later one; one that sent a 400-byte method, 501).
 fn too_long(buf: &[u8], limits: &Limits) -> Option<ParseError> {
-    let method_at = method_too_long_at(buf);
     let line_cap = limits.max_target_bytes.saturating_add(REQUEST_LINE_SLACK);
     let line_at = (buf.len() > line_cap && !buf[..=line_cap].contains(&b'\n'))
         .then(|| line_cap.saturating_add(1));
     let head_at = (buf.len() >= limits.max_head_bytes).then_some(limits.max_head_bytes);
+    // A head within the length limits (every request of a busy server) costs two comparisons
+    // here: the method's rule is then the parse's to apply ([`method_rule`], and the complete
+    // head's method length).
+    if line_at.is_none() && head_at.is_none() {
+        return None;
+    }
+    let method_at = method_too_long_at(buf);
     let at = [method_at, line_at, head_at].into_iter().flatten().min()?;
     let prefix = &buf[..at];
     let mut slots =
@@ -361,6 +375,21 @@ fn too_long(buf: &[u8], limits: &Limits) -> Option<ParseError> {
     match req.parse_with_uninit_headers(prefix, &mut slots[..limits.header_slots()]) {
         Ok(httparse::Status::Partial) if method_at == Some(at) => Some(ParseError::MethodTooLong),
         Ok(httparse::Status::Partial) => partial(prefix, limits).err(),
+        _ => None,
+    }
+}
+
+/// The method's rule on input that is not a complete head: `MethodTooLong` when its first
+/// `MAX_METHOD_BYTES + 1` bytes are a method not yet ended and a valid start of a head.
+#[cold]
+#[inline(never)]
+fn method_rule(buf: &[u8], limits: &Limits) -> Option<ParseError> {
+    let at = method_too_long_at(buf)?;
+    let mut slots =
+        [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::MAX_HEADERS_CAP];
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(&buf[..at], &mut slots[..limits.header_slots()]) {
+        Ok(httparse::Status::Partial) => Some(ParseError::MethodTooLong),
         _ => None,
     }
 }
