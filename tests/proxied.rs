@@ -128,6 +128,35 @@ fn version_2_in_pieces_names_the_client(engine: Engine) {
     assert!(text.starts_with("127.0.0.1 http 127.0.0.1:"), "{text}");
 }
 
+/// haproxy's proxy-protocol.txt §2.2: with the `LOCAL` command the receiver must accept the
+/// connection and use its real endpoints, the family and the address block ignored. A `LOCAL`
+/// header that declares `AF_INET` over `STREAM` with an address length of 0 (no room for the
+/// 12 bytes of IPv4 addresses) is such a header: the request after it is answered, from the
+/// peer; so is one whose block holds bytes that are no addresses, whole or in pieces.
+fn version_2_local_ignores_its_family_and_addresses(engine: Engine) {
+    let srv = proxied(engine, Config::default());
+    let mut local_inet = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    local_inet.extend_from_slice(&[0x20, 0x11, 0x00, 0x00]);
+    let mut c = Client::new(srv.addr);
+    let mut bytes = local_inet.clone();
+    bytes.extend_from_slice(WHO);
+    let r = c.roundtrip(&bytes);
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert!(text.starts_with("127.0.0.1 http 127.0.0.1:"), "{text}");
+    // The next request on the connection is answered too.
+    assert_eq!(c.roundtrip(WHO).status, 200);
+    // `AF_INET6` with a 3-byte block (not an address), sent in pieces.
+    let mut local_odd = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    local_odd.extend_from_slice(&[0x20, 0x21, 0x00, 0x03, 1, 2, 3]);
+    let mut c = Client::new(srv.addr);
+    c.send(&local_odd[..13]);
+    c.send(&local_odd[13..17]);
+    c.send(&local_odd[17..]);
+    let text = c.roundtrip(WHO).text();
+    assert!(text.starts_with("127.0.0.1 http 127.0.0.1:"), "{text}");
+}
+
 /// A connection that does not begin with a header (a client speaking HTTP straight away, or
 /// a malformed header) is closed, and nothing of it is answered.
 fn a_connection_without_a_header_is_closed_unanswered(engine: Engine) {
@@ -353,6 +382,7 @@ fn under_tls(_: Engine) {}
 engine_tests!(
     version_1_names_the_client,
     version_2_in_pieces_names_the_client,
+    version_2_local_ignores_its_family_and_addresses,
     a_connection_without_a_header_is_closed_unanswered,
     a_header_that_never_completes_closes_at_the_head_deadline,
     over_a_unix_socket,

@@ -29,6 +29,13 @@ const V1_MAX: usize = 107;
 /// How a version 1 header begins.
 const V1_PREFIX: &[u8] = b"PROXY ";
 
+/// A version 2 header's version and command byte for `LOCAL` (version 2 in the high nibble,
+/// command 0 in the low).
+const V2_LOCAL: u8 = 0x20;
+/// A version 2 header's fixed part: the signature, the version and command, the family and
+/// protocol, and the length of the address block (big-endian, its two last bytes).
+const V2_FIXED: usize = 16;
+
 /// How much is read at once while the header is incomplete: a version 1 header whole, and a
 /// version 2 header without extensions.
 const READ_STEP: usize = 256;
@@ -117,6 +124,9 @@ enum Parsed {
 
 /// Parses a header at the start of `bytes`.
 fn parse(bytes: &[u8]) -> Parsed {
+    if let Some(local) = v2_local(bytes) {
+        return local;
+    }
     let result = HeaderResult::parse(bytes);
     // A version 1 line is judged once it ended: cut anywhere, its start may read as an error
     // (`ppp` takes a line cut after the source port for one with an empty destination port).
@@ -164,6 +174,28 @@ fn parse(bytes: &[u8]) -> Parsed {
         },
         HeaderResult::V1(Err(_)) | HeaderResult::V2(Err(_)) => Parsed::Invalid,
     }
+}
+
+/// A version 2 `LOCAL` header (a proxy's own connection, a health check), read here rather than
+/// by `ppp`: the receiver must accept it and use the real endpoints, its family and address
+/// block ignored (proxy-protocol.txt §2.2), while `ppp` refuses one whose declared family has
+/// no room in its block (`AF_INET` with a length of 0, as some proxies send). `None` when
+/// `bytes` are not (yet) seen to begin one.
+fn v2_local(bytes: &[u8]) -> Option<Parsed> {
+    let rest = bytes.strip_prefix(v2::PROTOCOL_PREFIX)?;
+    if *rest.first()? != V2_LOCAL {
+        return None;
+    }
+    let Some(&[high, low]) = bytes.get(V2_FIXED - 2..V2_FIXED) else {
+        return Some(Parsed::Partial);
+    };
+    let Some(len) = V2_FIXED.checked_add(usize::from(u16::from_be_bytes([high, low]))) else {
+        return Some(Parsed::Invalid);
+    };
+    Some(match bytes.len() >= len {
+        true => Parsed::Header { len, source: None },
+        false => Parsed::Partial,
+    })
 }
 
 /// The length of a version 1 header's line, CRLF included, if it ended within the 107 bytes
@@ -372,6 +404,48 @@ mod tests {
                 assert_eq!(parse(&header[..cut]), Parsed::Partial, "cut at {cut}");
             }
         }
+    }
+
+    /// proxy-protocol.txt §2.2: a `LOCAL` header's family and address block are ignored, so
+    /// one that declares a family its block has no room for (`AF_INET`, length 0) is a header
+    /// naming nobody, awaited while cut; its length is the 16 bytes plus the block's.
+    #[test]
+    fn version_2_local_is_a_header_whatever_its_family() {
+        let signature = b"\r\n\r\n\0\r\nQUIT\n";
+        for (family_protocol, block) in [
+            (0x11, &[][..]),
+            (0x21, &[][..]),
+            (0x31, &[1, 2, 3][..]),
+            (0x00, &[][..]),
+            (0x11, &[0; 12][..]),
+        ] {
+            let mut header = signature.to_vec();
+            header.extend_from_slice(&[0x20, family_protocol]);
+            let len = u16::try_from(block.len()).expect("a short block");
+            header.extend_from_slice(&len.to_be_bytes());
+            header.extend_from_slice(block);
+            let mut bytes = header.clone();
+            bytes.extend_from_slice(b"GET / HTTP/1.1\r\n");
+            assert_eq!(
+                parse(&bytes),
+                Parsed::Header {
+                    len: header.len(),
+                    source: None
+                },
+                "{header:?}"
+            );
+            for cut in 1..header.len() {
+                assert_eq!(parse(&header[..cut]), Parsed::Partial, "cut at {cut}");
+            }
+        }
+        // A `PROXY` header that has no room for its family's addresses stays invalid, and so
+        // does a version other than 2.
+        let mut proxy = signature.to_vec();
+        proxy.extend_from_slice(&[0x21, 0x11, 0x00, 0x00]);
+        assert_eq!(parse(&proxy), Parsed::Invalid);
+        let mut version_3 = signature.to_vec();
+        version_3.extend_from_slice(&[0x30, 0x11, 0x00, 0x00]);
+        assert_eq!(parse(&version_3), Parsed::Invalid);
     }
 
     #[test]
