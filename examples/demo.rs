@@ -99,6 +99,13 @@ impl WsHandler for Member {
 /// Open event streams and the id each sends next; one ticker thread feeds them all.
 static STREAMS: Mutex<Vec<(SseSender, u64)>> = Mutex::new(Vec::new());
 
+/// The id after `id`. Ids count on modulo 2^64: a client may resume from any `Last-Event-ID`,
+/// `u64::MAX` too, and the ticker must not overflow on it (a panic would end the ticker
+/// thread, and with it every stream's events).
+fn next_id(id: u64) -> u64 {
+    id.wrapping_add(1)
+}
+
 fn ticker() {
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -106,7 +113,7 @@ fn ticker() {
         // A stream whose client went away reports it and is dropped.
         streams.retain_mut(|(events, id)| {
             let tick = Event::data(format!("tick {id}")).id(id.to_string());
-            *id += 1;
+            *id = next_id(*id);
             events.send(tick).is_ok()
         });
     }
@@ -190,7 +197,7 @@ fn sse(req: &mut Request<'_>) -> Response {
     let next = req
         .last_event_id()
         .and_then(|id| id.parse::<u64>().ok())
-        .map_or(1, |id| id.saturating_add(1));
+        .map_or(1, next_id);
     let (response, events) = Response::event_stream();
     STREAMS
         .lock()

@@ -127,6 +127,24 @@ fn sse_example_pushes_the_clock() {
     }
 }
 
+/// The demo's event ids count on past `u64::MAX` (wrapping to 0) whatever `Last-Event-ID` a
+/// client resumes from: one at the top of the range used to overflow the ticker's `id += 1`,
+/// which panicked (debug build), and its thread died: no stream got an event again.
+#[test]
+fn demo_sse_ids_wrap_at_the_top_of_the_range() {
+    for flags in CONFIGS {
+        let server = example("demo", flags);
+        let mut r = event_lines(&server, "/sse", "Last-Event-ID: 18446744073709551614\r\n");
+        assert_eq!(ids(&mut r, 2), ["18446744073709551615", "0"], "{flags:?}");
+        let mut r = event_lines(&server, "/sse", "Last-Event-ID: 18446744073709551615\r\n");
+        assert_eq!(ids(&mut r, 1), ["0"], "{flags:?}");
+        // The ticker lives on for every stream.
+        let mut r = event_lines(&server, "/sse", "");
+        assert_eq!(ids(&mut r, 2), ["1", "2"], "{flags:?}");
+        server.stop();
+    }
+}
+
 #[test]
 fn demo_ws_sse_and_file_routes() {
     for flags in CONFIGS {
