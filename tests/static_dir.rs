@@ -234,6 +234,85 @@ fn etags_and_conditions(engine: Engine) {
     assert_ne!(r.header("etag"), Some(etag.as_str()));
 }
 
+/// Behind the compression layer, a `304` carries the `ETag` and `Vary` its `200` would have
+/// (RFC 9110 §15.4.5): the weak tag for a file that is compressed (the 200's), however the 304
+/// came (If-None-Match with that tag, or If-Modified-Since alone), the strong one for a file too
+/// small to be; and an `If-Range` with the weak tag fails (strong comparison, RFC 9110
+/// §13.1.5): the whole body, compressed, not identity bytes to splice into gzip.
+#[cfg(feature = "compression")]
+fn compressed_files_keep_their_validators_in_304s(engine: Engine) {
+    use twinhttp::layer::{Compression, HandlerExt};
+    let tree = Tree::new();
+    fs::write(
+        tree.public().join("big.txt"),
+        "compressible text\n".repeat(300),
+    )
+    .expect("write");
+    let files = ServeDir::new(tree.public())
+        .expect("serve dir")
+        .prefix("/static")
+        .layer(Compression::new().gzip_only());
+    let srv = start(engine, files);
+    let mut c = Client::new(srv.addr);
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let first = get(&mut c, "/static/big.txt", gzip);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("content-encoding"), Some("gzip"));
+    assert_eq!(first.header("vary"), Some("Accept-Encoding"));
+    let tag = first.header("etag").expect("etag").to_owned();
+    assert!(tag.starts_with("W/\""), "weak tag: {tag}");
+    let lm = first.header("last-modified").expect("lm").to_owned();
+    for condition in [
+        format!("If-None-Match: {tag}\r\n"),
+        format!("If-Modified-Since: {lm}\r\n"),
+    ] {
+        let r = get(&mut c, "/static/big.txt", &format!("{gzip}{condition}"));
+        assert_eq!(r.status, 304, "{condition}");
+        assert_eq!(r.header("etag"), Some(tag.as_str()), "{condition}");
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{condition}");
+        assert_eq!(r.header("content-encoding"), None, "{condition}");
+        assert_eq!(r.header("content-type"), None, "{condition}");
+    }
+    // If-Range with the weak tag: the whole body, compressed.
+    let r = get(
+        &mut c,
+        "/static/big.txt",
+        &format!("{gzip}Range: bytes=0-9\r\nIf-Range: {tag}\r\n"),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.header("content-range"), None);
+    // Without gzip, the file's own strong tag, in the 200 and the 304 alike.
+    let plain = get(&mut c, "/static/big.txt", "");
+    let strong = plain.header("etag").expect("etag").to_owned();
+    assert_eq!(strong, tag["W/".len()..]);
+    let r = get(
+        &mut c,
+        "/static/big.txt",
+        &format!("If-None-Match: {strong}\r\n"),
+    );
+    assert_eq!((r.status, r.header("etag")), (304, Some(strong.as_str())));
+    // Too small to compress: the strong tag in both, and both vary.
+    let small = get(&mut c, "/static/hello.html", gzip);
+    assert_eq!(small.header("content-encoding"), None);
+    let small_tag = small.header("etag").expect("etag").to_owned();
+    assert!(small_tag.starts_with('"'), "strong tag: {small_tag}");
+    let r = get(
+        &mut c,
+        "/static/hello.html",
+        &format!("{gzip}If-None-Match: {small_tag}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(small_tag.as_str()));
+    assert_eq!(r.header("vary"), small.header("vary"));
+}
+
+#[cfg(feature = "compression")]
+mod compression {
+    use super::*;
+    engine_tests!(compressed_files_keep_their_validators_in_304s);
+}
+
 /// As the docs show it: the folder as a router's fallback.
 fn behind_a_router(engine: Engine) {
     let tree = Tree::new();

@@ -81,6 +81,13 @@ impl Response {
             return validated(412);
         }
         if validators.not_modified(req) {
+            // What the 304 stands for, for the compression layer (it decides the tag).
+            #[cfg(feature = "compression")]
+            return validated(304).not_modified_of(crate::http::response::Representation {
+                content_type: content_type(name),
+                len: meta.len(),
+            });
+            #[cfg(not(feature = "compression"))]
             return validated(304);
         }
         let base = |status: u16| {
@@ -206,7 +213,7 @@ impl Validators {
 
 /// The entity tags of an `If-None-Match` list, each as sent (`W/"x"` or `"x"`); a malformed
 /// rest of the list ends it.
-fn entity_tags(list: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn entity_tags(list: &str) -> impl Iterator<Item = &str> {
     let mut rest = list;
     std::iter::from_fn(move || {
         rest = rest.trim_start_matches([' ', '\t', ',']);

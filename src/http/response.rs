@@ -31,6 +31,20 @@ pub struct Response {
     content_type: ContentType,
     headers: Vec<(HeaderText, HeaderText)>,
     body: Body,
+    /// For a `304` from [`Response::file`]: what its `200` would have been. Never sent; read
+    /// by the compression layer only.
+    #[cfg(feature = "compression")]
+    not_modified_of: Option<Box<Representation>>,
+}
+
+/// What a `304 Not Modified` stands for: the content type and length the `200` to the same
+/// request would have had. The 304 sends neither (RFC 9110 §15.4.5), but it must carry the
+/// `ETag` and `Vary` that 200 would, so a layer that changes them in a 200 (compression makes
+/// the tag weak) needs them to tell whether it would have.
+#[cfg(feature = "compression")]
+pub(crate) struct Representation {
+    pub(crate) content_type: HeaderText,
+    pub(crate) len: u64,
 }
 
 impl Response {
@@ -47,6 +61,8 @@ impl Response {
             content_type: ContentType::Unset,
             headers: Vec::new(),
             body: Body::empty(),
+            #[cfg(feature = "compression")]
+            not_modified_of: None,
         }
     }
 
@@ -68,7 +84,22 @@ impl Response {
             content_type: ContentType::Known(content_type),
             headers: Vec::new(),
             body,
+            #[cfg(feature = "compression")]
+            not_modified_of: None,
         }
+    }
+
+    #[cfg(feature = "compression")]
+    /// Records what this `304` stands for (never sent): see [`Representation`].
+    pub(crate) fn not_modified_of(mut self, representation: Representation) -> Response {
+        self.not_modified_of = Some(Box::new(representation));
+        self
+    }
+
+    #[cfg(feature = "compression")]
+    /// What this `304` stands for, when its maker said.
+    pub(crate) fn representation(&self) -> Option<&Representation> {
+        self.not_modified_of.as_deref()
     }
 
     /// Sets the status.

@@ -5,6 +5,7 @@ use std::io::{self, Read};
 
 use super::encoder::{Coding, Encoder, Levels, quality};
 use super::{Layer, Next};
+use crate::http::file::entity_tags;
 use crate::http::response::BodyKind;
 use crate::{Body, Request, Response};
 
@@ -17,9 +18,11 @@ use crate::{Body, Request, Response};
 /// one, `HEAD` included); streamed and file bodies as they are read (a short read flushed),
 /// and a stream of chunks chunk by chunk, each flushed so that it reaches the client when
 /// produced. Such responses get `Vary: Accept-Encoding`, a strong `ETag` becomes weak, and
-/// `Accept-Ranges` is dropped. A range request (`206`) is answered with plain bytes: a client
-/// resuming a download should send `If-Range` with the weak tag, which then fails, and gets the
-/// whole compressed body instead.
+/// `Accept-Ranges` is dropped. A `304` carries the `ETag` and `Vary` its `200` would have (RFC
+/// 9110 §15.4.5): the weak tag where the 200 would have been compressed. A range request
+/// (`206`) is answered with plain bytes: a client resuming a download should send `If-Range`
+/// with the weak tag, which then fails (strong comparison), and gets the whole compressed body
+/// instead.
 ///
 /// Levels are fast ones, as actix-web's (gzip 1, brotli 3, zstd 3): the cost per response is
 /// in `bench/results/2026-11-24-compression.md`.
@@ -122,8 +125,71 @@ impl Layer for Compression {
     fn call(&self, req: &mut Request<'_>, next: Next<'_>) -> Response {
         let coding = self.choose(req);
         let response = next.run(req);
-        self.compress(response, coding)
+        match response.status() {
+            304 => self.not_modified(req, response, coding),
+            _ => self.compress(response, coding),
+        }
     }
+}
+
+/// What this layer does to a response's validators and `Vary`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Validators {
+    /// Left as they are: not a representation this layer compresses.
+    Kept,
+    /// `Vary: Accept-Encoding` added: it would be compressed for another request.
+    Varied,
+    /// `Vary: Accept-Encoding` added and a strong `ETag` made weak: compressed for this one.
+    Weakened,
+}
+
+impl Compression {
+    /// A `304` with the `ETag` and `Vary` its `200` would have carried (RFC 9110 §15.4.5):
+    /// the weak tag where the 200 would have been compressed. Otherwise a client holding the
+    /// compressed body would be told its tag is the strong one, and an `If-Range` with it would
+    /// then pass and splice identity bytes into the compressed ones. What the 200 would have
+    /// been is known from the 304's maker ([`Response::file`], `ServeDir`), else from its
+    /// content type, else from the request: a client that names the weak form of the 304's
+    /// strong tag in `If-None-Match` holds a body this layer compressed.
+    fn not_modified(
+        &self,
+        req: &Request<'_>,
+        response: Response,
+        coding: Option<Coding>,
+    ) -> Response {
+        if response.header("content-encoding").is_some() {
+            return response;
+        }
+        let compressible = |content_type: &str, len: Option<u64>| match compresses(content_type) {
+            false => Validators::Kept,
+            true if coding.is_some() && len.is_none_or(|len| len >= self.min_size) => {
+                Validators::Weakened
+            }
+            true => Validators::Varied,
+        };
+        let validators = match (response.representation(), response.content_type()) {
+            (Some(r), _) => compressible(&r.content_type, Some(r.len)),
+            (None, Some(content_type)) => compressible(content_type, None),
+            (None, None) if coding.is_some() && holds_weak_form(req, &response) => {
+                Validators::Weakened
+            }
+            (None, None) => Validators::Kept,
+        };
+        match validators {
+            Validators::Kept => response,
+            Validators::Varied => vary(response),
+            Validators::Weakened => weak_etag(vary(response)),
+        }
+    }
+}
+
+/// Whether `req`'s `If-None-Match` names `W/` and the strong `ETag` of `response`.
+fn holds_weak_form(req: &Request<'_>, response: &Response) -> bool {
+    let Some(tag) = response.header("etag").filter(|t| t.starts_with('"')) else {
+        return false;
+    };
+    req.header_all("if-none-match")
+        .any(|list| entity_tags(list).any(|t| t.strip_prefix("W/") == Some(tag)))
 }
 
 /// `response` with its body encoded with `coding`; the response as it was when a fixed body
@@ -389,6 +455,16 @@ mod tests {
                 "/json" => as_json()
                     .with_header("etag", "\"v1\"")
                     .with_header("accept-ranges", "bytes"),
+                // A handler's own 304, without (or with) its content type.
+                "/cond" | "/cond-typed" => match req.header("if-none-match") {
+                    Some(_) if req.path() == "/cond" => {
+                        Response::new(304).with_header("etag", "\"v1\"")
+                    }
+                    Some(_) => Response::new(304)
+                        .with_header("etag", "\"v1\"")
+                        .with_content_type("application/json"),
+                    None => as_json().with_header("etag", "\"v1\""),
+                },
                 "/small" => Response::text("tiny").with_content_type("application/json"),
                 "/png" => Response::new(200)
                     .with_body(vec![0u8; 4096])
@@ -433,6 +509,57 @@ mod tests {
             let r = get("/json", accept);
             assert_eq!(r.header("content-encoding"), want, "{accept:?}");
             assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{accept:?}");
+        }
+    }
+
+    /// A handler's own 304 gets the tag its 200 would have (RFC 9110 §15.4.5): weak when its
+    /// content type compresses, or, without one, when the client names the weak tag (it holds
+    /// a body this layer compressed); strong to a client that holds the identity body.
+    #[test]
+    fn a_handler_s_304_carries_the_tag_its_200_would() {
+        let cond = |path: &str, accept: &str, inm: &str| {
+            TestRequest::get(path)
+                .header("Accept-Encoding", accept)
+                .header("If-None-Match", inm)
+                .call(&app())
+        };
+        assert_eq!(get("/cond", "gzip").header("etag"), Some("W/\"v1\""));
+        for (path, accept, inm, etag, vary) in [
+            (
+                "/cond",
+                "gzip",
+                "W/\"v1\"",
+                "W/\"v1\"",
+                Some("Accept-Encoding"),
+            ),
+            (
+                "/cond",
+                "gzip",
+                "\"x\", W/\"v1\"",
+                "W/\"v1\"",
+                Some("Accept-Encoding"),
+            ),
+            ("/cond", "gzip", "\"v1\"", "\"v1\"", None),
+            ("/cond", "identity", "W/\"v1\"", "\"v1\"", None),
+            (
+                "/cond-typed",
+                "gzip",
+                "\"v1\"",
+                "W/\"v1\"",
+                Some("Accept-Encoding"),
+            ),
+            (
+                "/cond-typed",
+                "identity",
+                "\"v1\"",
+                "\"v1\"",
+                Some("Accept-Encoding"),
+            ),
+        ] {
+            let r = cond(path, accept, inm);
+            assert_eq!(r.status(), 304);
+            assert_eq!(r.header("etag"), Some(etag), "{path} {accept} {inm}");
+            assert_eq!(r.header("vary"), vary, "{path} {accept} {inm}");
         }
     }
 
