@@ -82,6 +82,8 @@ fn a_2xx_to_connect_has_no_framing(engine: Engine) {
             ("CONNECT", Some("denied.example:443")) => {
                 twinhttp::Response::new(403).with_body("denied")
             }
+            ("CONNECT", Some("empty.example:204")) => twinhttp::Response::new(204),
+            ("CONNECT", Some("empty.example:205")) => twinhttp::Response::new(205),
             ("CONNECT", _) => twinhttp::Response::new(200).with_body("tunnel bytes"),
             _ => app(req),
         }
@@ -97,6 +99,18 @@ fn a_2xx_to_connect_has_no_framing(engine: Engine) {
     // Read to the end of the connection: the body, then the close.
     assert_eq!(r.text(), "tunnel bytes");
     assert!(r.closes(), "Connection: close");
+    // With no body (204, 205) too: no framing field, and the connection closes at once.
+    for code in ["204", "205"] {
+        let mut c = Client::new(srv.addr);
+        let r = c.roundtrip(
+            format!("CONNECT empty.example:{code} HTTP/1.1\r\nHost: empty.example:{code}\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(r.status.to_string(), code);
+        assert_eq!(r.header("content-length"), None, "{code}");
+        assert_eq!(r.header("transfer-encoding"), None, "{code}");
+        assert!(c.is_closed(), "{code}: the connection closes");
+    }
 }
 
 engine_tests!(

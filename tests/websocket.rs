@@ -79,6 +79,15 @@ fn ws_app(req: &mut Request<'_>) -> Response {
             .accept(|ws: &WsSender, msg: WsMessage| {
                 let _ = ws.send(msg);
             }),
+        // No message limit, and closed after 300 ms without input.
+        "/idle-huge" => upgrade
+            .with_config(
+                WsConfig::default()
+                    .max_message_size(usize::MAX)
+                    .max_frame_size(usize::MAX)
+                    .idle_timeout(Some(Duration::from_millis(300))),
+            )
+            .accept(|_: &WsSender, _: WsMessage| {}),
         "/proto" => upgrade
             .select_protocol(&["v2.chat", "v1.chat"])
             .accept(|_: &WsSender, _: WsMessage| {}),
@@ -291,6 +300,43 @@ fn an_unfinished_message_is_held_to_the_memory_budget(engine: Engine) {
     let mut other = client(srv.addr, "/ws");
     other.send(Message::text("after")).expect("send");
     assert_eq!(other.read().expect("read"), Message::text("after"));
+}
+
+/// The same while the server's close waits for the peer's: fragments sent after the server's
+/// close frame (here its idle timeout's 1001) are held to the budget too, and the connection
+/// ends instead of gathering them for the close timeout.
+fn a_closing_websocket_is_held_to_the_memory_budget(engine: Engine) {
+    use tungstenite::protocol::frame::Frame;
+    use tungstenite::protocol::frame::coding::{Data, OpCode};
+    const FRAGMENT: usize = 64 * 1024;
+    let cfg = support::Config {
+        memory_budget: 1 << 20,
+        ..support::Config::default()
+    };
+    let srv = support::start_with(engine, cfg, ws_app);
+    let mut ws = client(srv.addr, "/idle-huge");
+    assert_eq!(
+        close_code(&mut ws),
+        Some(CloseCode::Away),
+        "the idle timeout's close"
+    );
+    // Raw masked frames on the socket: the client library sends nothing after a close.
+    let socket = ws.get_mut();
+    let mut sent = 0;
+    let mut opcode = OpCode::Data(Data::Binary);
+    while sent < 64 << 20 {
+        let mut frame = Frame::message(vec![b'x'; FRAGMENT], opcode, false);
+        frame.header_mut().mask = Some([1, 2, 3, 4]);
+        let mut bytes = Vec::new();
+        frame.format(&mut bytes).expect("a frame");
+        if socket.write_all(&bytes).is_err() {
+            break;
+        }
+        sent += FRAGMENT;
+        opcode = OpCode::Data(Data::Continue);
+    }
+    eprintln!("{engine:?}: closing connection ended after {sent} bytes sent");
+    assert!(sent < 32 << 20, "read on while closing: {sent} bytes");
 }
 
 fn frames_sent_with_the_upgrade_request_are_not_lost(engine: Engine) {
@@ -918,6 +964,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 }
 
 engine_tests!(
+    a_closing_websocket_is_held_to_the_memory_budget,
     an_unfinished_message_is_held_to_the_memory_budget,
     extreme_settings_are_served,
     a_switch_goes_only_to_a_protocol_the_client_offered,

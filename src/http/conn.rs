@@ -238,14 +238,14 @@ impl Conn {
         self.access.status(status);
         self.access.request_id(|| resp.header("x-request-id"));
         let bodyless = status == 204 || status == 304;
-        // A 205 has no content either (RFC 9110 §15.3.6), and says so: `Content-Length: 0`.
-        let reset = status == 205;
-        let mut len = resp.body().len();
-        let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing;
         // After a 2xx to CONNECT the client takes the connection for a tunnel, and the response
         // has no framing fields (RFC 9110 §9.3.6): the body goes out as the tunnel's bytes and
-        // the connection closes after it.
+        // the connection closes after it (with no body, at once).
         let tunnel = head.is_connect() && (200..300).contains(&status);
+        // A 205 has no content either (RFC 9110 §15.3.6), and says so: `Content-Length: 0`.
+        let reset = status == 205 && !tunnel;
+        let mut len = resp.body().len();
+        let mut keep_alive = head.wants_keep_alive() && body_in_sync && !closing && !tunnel;
         if tunnel {
             len = None;
         }

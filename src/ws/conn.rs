@@ -463,11 +463,17 @@ impl WsConn {
     /// connection whose unfinished incoming message is charged is refused (it cannot finish
     /// it, and what it holds would never be given back), and any other waits another grace.
     fn held_back(&mut self, now: Instant) -> Input {
-        // A closing connection reads its peer's close frame whatever is held.
+        // A closing connection reads its peer's close frame whatever is held; not the rest of
+        // an unfinished message past the budget (tungstenite still gathers data frames while
+        // its close waits for the peer's).
         if self.life != Life::Open {
+            let refused = self.incoming.is_charged() && !self.sender.may_read();
             self.sender.unpause();
             self.paused_since = None;
-            return Input::Read;
+            return match refused {
+                true => Input::Refused,
+                false => Input::Read,
+            };
         }
         if self.sender.may_read() {
             self.paused_since = None;

@@ -6,11 +6,14 @@
 //! the message being gathered, or of the frames before it, except the control frames (pings,
 //! pongs) that may come between its fragments, which are taken off again. A client's frames are
 //! masked, so a control frame of `n` payload bytes (at most 125) is `n + 6` bytes on the wire.
-//! What tungstenite read ahead of a finished message (at most its read buffer,
-//! [`WsConfig::MAX_READ_BUFFER`]) is not counted.
+//! What tungstenite read ahead of a finished message is not counted. Nor is the input buffer it
+//! keeps: it reserves room for a frame's whole declared length (up to
+//! [`WsConfig::max_frame_size`], 16 MiB by default) and keeps that allocation for the
+//! connection's life, so an idle connection that once received a large frame holds about that
+//! much uncharged (`docs/http-behaviour.md`, memory budget).
 //!
 //! [`WsConfig::max_message_size`]: super::WsConfig::max_message_size
-//! [`WsConfig::MAX_READ_BUFFER`]: super::WsConfig::MAX_READ_BUFFER
+//! [`WsConfig::max_frame_size`]: super::WsConfig::max_frame_size
 
 use tungstenite::Message;
 
@@ -42,7 +45,9 @@ impl Incoming {
                 .saturating_add(n)
                 .saturating_sub(p.len().saturating_add(CONTROL_HEADER)),
             // A message ended: nothing is gathered now.
-            Some(_) => 0,
+            Some(Message::Text(_) | Message::Binary(_)) => 0,
+            // A close frame (or a raw frame) ends no message being gathered.
+            Some(_) => self.bytes.saturating_add(n),
         };
         // Memory that exists already: held whether or not it fits.
         self.held.hold(self.bytes);
