@@ -12,24 +12,65 @@ use support::Client;
 use twinhttp::Response;
 use twinhttp::server::Server;
 
+/// A handler's block, opened by the test: [`Gate::hold`] (in the handler) says it entered and
+/// waits to be let go, at most `limit`; [`Gate::entered`] and [`Gate::open`] are the test's.
+struct Gate {
+    entered_tx: Mutex<mpsc::Sender<()>>,
+    entered: Mutex<mpsc::Receiver<()>>,
+    release_tx: Mutex<mpsc::Sender<()>>,
+    release: Mutex<mpsc::Receiver<()>>,
+    limit: Duration,
+}
+
+impl Gate {
+    fn new(limit: Duration) -> std::sync::Arc<Gate> {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release_tx, release) = mpsc::channel();
+        std::sync::Arc::new(Gate {
+            entered_tx: Mutex::new(entered_tx),
+            entered: Mutex::new(entered),
+            release_tx: Mutex::new(release_tx),
+            release: Mutex::new(release),
+            limit,
+        })
+    }
+
+    /// In the handler: bounded, the test opens it or it gives up after its limit.
+    fn hold(&self) {
+        let _ = self.entered_tx.lock().expect("lock").send(());
+        let _ = self.release.lock().expect("lock").recv_timeout(self.limit);
+    }
+
+    /// Waits until a handler holds.
+    fn entered(&self) {
+        self.entered
+            .lock()
+            .expect("lock")
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the handler ran");
+    }
+
+    /// Lets one held handler go.
+    fn open(&self) {
+        self.release_tx
+            .lock()
+            .expect("lock")
+            .send(())
+            .expect("release");
+    }
+}
+
 #[test]
 fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
-    let (entered_tx, entered) = mpsc::channel::<()>();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let entered_tx = Mutex::new(entered_tx);
-    let release = Mutex::new(release);
+    let gate = Gate::new(Duration::from_secs(10));
+    let held = gate.clone();
     let srv = Server::builder()
         .workers(1)
         .queue(1)
         .header_read_timeout(Duration::from_millis(400))
         .serve("127.0.0.1:0", move |req: &mut twinhttp::Request<'_>| {
             if req.path() == "/block" {
-                let _ = entered_tx.lock().expect("lock").send(());
-                // Bounded: the test releases it, or it gives up after 10 s.
-                let _ = release
-                    .lock()
-                    .expect("lock")
-                    .recv_timeout(Duration::from_secs(10));
+                held.hold();
             }
             Response::text("ok")
         })
@@ -38,9 +79,7 @@ fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
     // The one worker blocks in a handler.
     let mut first = Client::new(addr);
     first.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
-    entered
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the handler ran");
+    gate.entered();
     // The next request fills the queue (capacity 1); the one after it finds the queue full.
     let mut queued = Client::new(addr);
     queued.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -69,7 +108,7 @@ fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
     );
     // Released, every request is answered, in order.
     for _ in 0..2 {
-        release_tx.send(()).expect("release");
+        gate.open();
     }
     assert_eq!(first.response().text(), "ok");
     assert_eq!(queued.response().text(), "ok");
@@ -147,21 +186,14 @@ fn a_file_goes_on_while_every_worker_is_busy() {
     const LEN: usize = 32 << 20;
     let path = std::env::temp_dir().join(format!("twinhttp-parker-file-{}", std::process::id()));
     std::fs::write(&path, vec![b'f'; LEN]).expect("write the file");
-    let (entered_tx, entered) = mpsc::channel::<()>();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let entered_tx = Mutex::new(entered_tx);
-    let release = Mutex::new(release);
+    let gate = Gate::new(Duration::from_secs(20));
+    let held = gate.clone();
     let served = path.clone();
     let srv = Server::builder()
         .workers(1)
         .serve("127.0.0.1:0", move |req: &mut twinhttp::Request<'_>| {
             if req.path() == "/block" {
-                let _ = entered_tx.lock().expect("lock").send(());
-                // Bounded: the test releases it, or it gives up after 20 s.
-                let _ = release
-                    .lock()
-                    .expect("lock")
-                    .recv_timeout(Duration::from_secs(20));
+                held.hold();
                 return Response::text("ok");
             }
             Response::file(req, &served)
@@ -179,12 +211,10 @@ fn a_file_goes_on_while_every_worker_is_busy() {
     }
     let mut blocked = Client::new(addr);
     blocked.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
-    entered
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the handler ran");
+    gate.entered();
     let mut body = vec![0u8; LEN];
     let got = std::io::Read::read_exact(&mut file.reader, &mut body);
-    release_tx.send(()).expect("release");
+    gate.open();
     let _ = std::fs::remove_file(&path);
     got.expect("the whole file while the worker is busy");
     assert!(body.iter().all(|&b| b == b'f'));

@@ -4,7 +4,7 @@
 //! time, and acts on the returned [`Next`].
 
 use std::collections::VecDeque;
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use tungstenite::error::{Error as WsError, ProtocolError};
@@ -14,146 +14,20 @@ use tungstenite::{Bytes, Message};
 
 use super::calls::{Call, Calls, HandlerIs, Left};
 use super::incoming::Incoming;
+use super::io::WsIo;
 use super::sender::Out;
 use super::{WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
-use crate::http::buf::ReadBuf;
-use crate::http::session::{Callbacks, Duplex, Io, Next, Reads, Session, Work, work_as};
+use crate::http::session::{Callbacks, Io, Next, Session, Work, work_as};
 use crate::rate::{Meter, MinRate};
-
-/// Size of the read buffer a WebSocket is driven with: a 16 KiB message arrives in one read
-/// instead of three through the 8 KiB HTTP buffer (`bench/syscalls.sh ws`: 3.15 reads per 16 KiB
-/// message). Only the pages a read writes become resident.
-pub(crate) const WS_READ_BUF: usize = 64 * 1024;
 
 /// Messages read per step before other connections get their turn.
 const MESSAGE_BUDGET: u32 = 64;
-
-/// Bytes tungstenite takes in one read before the connection looks at the memory budget again
-/// (and counts a message of its step): tungstenite gathers a message's fragments for as long as
-/// input comes, so an endless message from a fast peer would otherwise be read in one call.
-const READ_SLICE: usize = 256 * 1024;
 
 /// How long input waits near the memory budget before room is made for it: the sessions whose
 /// unsent data is oldest (peers reading slower than they are sent to) are dropped then, so a
 /// slow reader holds the others back this long at most.
 const PAUSE_GRACE: Duration = Duration::from_millis(100);
-
-/// The stream as tungstenite sees it: reads come through the engine's buffer (one `read(2)` of
-/// up to its size, however little tungstenite asks for per call), writes go straight out.
-struct WsIo<'a> {
-    stream: &'a mut dyn Duplex,
-    buf: &'a mut ReadBuf,
-    /// Once a read returned less than the space offered, the stream is drained: later reads
-    /// in this turn answer `WouldBlock` without a system call, and the caller's level-triggered
-    /// wait (the thread engine's `ppoll`) reports any byte that arrived since. Off on the
-    /// reactor, where it was measured slower (bench/results/2026-11-22-reactor-edge-short-read.md).
-    short_read_drains: bool,
-    drained: bool,
-    /// A read that fills the buffer doubles it, up to this many bytes (0: never grows).
-    grow_to: usize,
-    /// Bytes written since the last [`WsIo::take_written`], for the output's minimum rate.
-    written: usize,
-    /// Bytes handed to tungstenite since the last [`WsIo::take_taken`], for the budget.
-    taken: usize,
-    /// Bytes tungstenite may still take in this read ([`READ_SLICE`]).
-    slice_left: usize,
-}
-
-impl<'a> WsIo<'a> {
-    /// With [`Reads::UntilShortRead`] (a connection's own buffer on the thread engine) reading
-    /// stops after a short read and the buffer grows up to 64 KiB when reads fill it, so large
-    /// messages take one read each; the buffer stays 8 KiB for a connection that never
-    /// receives more at once.
-    fn over(io: &'a mut Io<'_>) -> Self {
-        let until_short = io.reads == Reads::UntilShortRead;
-        WsIo {
-            stream: &mut *io.stream,
-            buf: &mut *io.buf,
-            short_read_drains: until_short,
-            drained: false,
-            grow_to: if until_short { WS_READ_BUF } else { 0 },
-            written: 0,
-            taken: 0,
-            slice_left: READ_SLICE,
-        }
-    }
-
-    /// A read of at most [`READ_SLICE`] bytes begins.
-    fn new_slice(&mut self) {
-        self.slice_left = READ_SLICE;
-    }
-
-    /// The last read stopped at its slice, not for want of input.
-    fn sliced(&self) -> bool {
-        self.slice_left == 0
-    }
-
-    /// Bytes written since the last call.
-    fn take_written(&mut self) -> usize {
-        std::mem::take(&mut self.written)
-    }
-
-    /// Bytes handed to tungstenite since the last call.
-    fn take_taken(&mut self) -> usize {
-        std::mem::take(&mut self.taken)
-    }
-}
-
-impl Read for WsIo<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.slice_left == 0 {
-            return Err(ErrorKind::WouldBlock.into());
-        }
-        if self.buf.is_empty() {
-            if self.drained {
-                return Err(ErrorKind::WouldBlock.into());
-            }
-            let spare = self.buf.spare(0);
-            let offered = spare.len();
-            let n = loop {
-                match self.stream.read(&mut *spare) {
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    other => break other?,
-                }
-            };
-            self.drained = self.short_read_drains && n > 0 && n < offered;
-            self.buf.filled_by(n);
-            if n == offered && self.buf.len() < self.grow_to {
-                self.buf.grow((self.buf.len() * 2).min(self.grow_to));
-            }
-            if n == 0 {
-                return Ok(0);
-            }
-        }
-        let have = self.buf.filled();
-        let n = have.len().min(out.len()).min(self.slice_left);
-        out[..n].copy_from_slice(&have[..n]);
-        self.buf.consume(n);
-        self.taken += n;
-        self.slice_left -= n;
-        Ok(n)
-    }
-}
-
-impl Write for WsIo<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        loop {
-            match self.stream.write(data) {
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Ok(n) => {
-                    self.written += n;
-                    return Ok(n);
-                }
-                other => return other,
-            }
-        }
-    }
-    /// A transport that holds output (TLS) gets it out: `WouldBlock` until it is.
-    fn flush(&mut self) -> io::Result<()> {
-        self.stream.flush()
-    }
-}
 
 /// Whether the peer's input may be read now, near the memory budget.
 enum Input {
@@ -616,6 +490,7 @@ mod tests {
 
     use super::*;
     use crate::http::budget::{ALLOWANCE, Budget};
+    use crate::http::buf::ReadBuf;
     use crate::http::session::memory::{Pipe, Wakes, waker};
     use crate::ws::SendError;
 

@@ -43,6 +43,7 @@ mod calls;
 mod conn;
 pub(crate) mod handshake;
 mod incoming;
+mod io;
 mod sender;
 mod upgrade;
 
@@ -53,7 +54,8 @@ pub use tungstenite::protocol::CloseFrame;
 pub use tungstenite::protocol::frame::coding::CloseCode;
 pub use tungstenite::{Bytes, Utf8Bytes};
 
-pub(crate) use conn::{WS_READ_BUF, WsConn};
+pub(crate) use conn::WsConn;
+pub(crate) use io::WS_READ_BUF;
 pub use sender::{SendError, WsSender};
 pub use upgrade::{RequestExt, WsUpgrade};
 

@@ -123,11 +123,11 @@ impl Driver {
 
     /// After [`Action::Produce`], on a thread that may run handler code: produces the streamed
     /// body's next piece here, for the engine to drive on and write it. `clock` is the
-    /// engine's, read once the piece is made: the turn goes on from it (a slow piece does not
-    /// eat the write's time).
+    /// engine's, read once the piece is made (not before the turn's time): the turn goes on
+    /// from it (a slow piece does not eat the write's time).
     pub(crate) fn produce(&mut self, cx: &mut Cx<'_>, clock: impl FnOnce() -> Instant) {
         self.stream_step();
-        cx.now = cx.now.max(clock());
+        cx.now = clock();
     }
 
     /// The streamed body ended after `sent` bytes: the response is done (cut short unless
