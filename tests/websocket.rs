@@ -302,6 +302,44 @@ fn an_unfinished_message_is_held_to_the_memory_budget(engine: Engine) {
     assert_eq!(other.read().expect("read"), Message::text("after"));
 }
 
+/// tungstenite's input buffer keeps room for the largest frame it was sent: while it holds
+/// one (here a first fragment of 1 MiB, with the message unfinished), the budget counts it
+/// beside the message being gathered; once the message is out and everything sent, the
+/// connection makes its context anew and the charge goes back to nothing.
+fn a_large_frame_is_charged_until_its_buffer_is_given_back(engine: Engine) {
+    use support::ws_raw::{self, BINARY_FIRST, CONTINUATION_LAST};
+    const FRAGMENT: usize = 1 << 20;
+    // The frame's bytes: 14 of header (a 64-bit length and the mask) and the payload.
+    const FRAME: u64 = FRAGMENT as u64 + 14;
+    const ALLOWANCE: u64 = 16 * 1024;
+    let srv = start(engine, ws_raw::lengths);
+    let mut s = ws_raw::open(srv.addr, "/");
+    ws_raw::send(&mut s, BINARY_FIRST, FRAGMENT);
+    // Its pong: the fragment has been read whole.
+    ws_raw::ping_pong(&mut s);
+    let held = srv.stats().memory_held;
+    assert!(
+        (2 * FRAME - ALLOWANCE..2 * FRAME - ALLOWANCE + 64).contains(&held),
+        "the unfinished message and tungstenite's buffer for its frame: {held} bytes held"
+    );
+    ws_raw::send(&mut s, CONTINUATION_LAST, 10);
+    assert_eq!(
+        ws_raw::read(&mut s),
+        (ws_raw::TEXT, (FRAGMENT + 10).to_string())
+    );
+    // Its pong comes after the step in which the context was made anew.
+    ws_raw::ping_pong(&mut s);
+    assert_eq!(srv.stats().memory_held, 0, "given back");
+    // The connection works on, on its new context.
+    ws_raw::send(&mut s, ws_raw::BINARY, 3 * FRAGMENT);
+    assert_eq!(
+        ws_raw::read(&mut s),
+        (ws_raw::TEXT, (3 * FRAGMENT).to_string())
+    );
+    ws_raw::ping_pong(&mut s);
+    assert_eq!(srv.stats().memory_held, 0);
+}
+
 /// The same while the server's close waits for the peer's: fragments sent after the server's
 /// close frame (here its idle timeout's 1001) are held to the budget too, and the connection
 /// ends instead of gathering them for the close timeout.
@@ -964,6 +1002,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 }
 
 engine_tests!(
+    a_large_frame_is_charged_until_its_buffer_is_given_back,
     a_closing_websocket_is_held_to_the_memory_budget,
     an_unfinished_message_is_held_to_the_memory_budget,
     extreme_settings_are_served,

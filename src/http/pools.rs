@@ -90,6 +90,12 @@ impl Pools {
             .pop()
             .unwrap_or_else(|| ReadBuf::with_len(WS_READ_BUF))
     }
+    /// A read buffer for a session that reads to a short read and grows its buffer up to
+    /// `WS_READ_BUF` as messages need: one that grew before if the pool has it (they come back
+    /// to `ws_reads`), else a new one of the usual size.
+    pub(crate) fn growing_read(&mut self) -> ReadBuf {
+        self.ws_reads.pop().unwrap_or_else(|| self.read())
+    }
     pub(crate) fn give_read(&mut self, mut b: ReadBuf) {
         if b.len() == WS_READ_BUF {
             if self.ws_reads.len() < WS_POOL_KEEP.min(self.keep.max(1)) {

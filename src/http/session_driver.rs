@@ -98,7 +98,7 @@ impl SessionDriver {
         let mut buf = match (self.input.take(), self.session.keeps_input(), reads) {
             (Some(bytes), _, _) => bytes,
             // Reading to a short read, the buffer grows as messages need it.
-            (None, true, Reads::UntilShortRead) => pools.read(),
+            (None, true, Reads::UntilShortRead) => pools.growing_read(),
             (None, true, Reads::UntilWouldBlock) => pools.ws_read(),
             (None, false, _) => ReadBuf::with_len(0),
         };

@@ -115,7 +115,7 @@ impl WsConn {
         rate: Option<MinRate>,
     ) -> Self {
         WsConn {
-            incoming: Incoming::new(sender.budget()),
+            incoming: Incoming::new(sender.budget(), cfg.tungstenite().read_buffer_size),
             ctx: WebSocketContext::new(Role::Server, Some(cfg.tungstenite())),
             handler: Some(handler),
             sender,
@@ -188,6 +188,7 @@ impl WsConn {
                 Ok(()) => {
                     self.sent = Meter::new(self.rate);
                     self.sender.flushed();
+                    self.renew_if_worth_it();
                 }
                 Err(e) if would_block(&e) => {
                     // A peer that takes our output slower than the minimum rate is dropped.
@@ -224,10 +225,10 @@ impl WsConn {
                     continue;
                 }
             }
-            io.new_slice();
+            io.new_slice(self.incoming.frames());
             let read = self.ctx.read(io);
-            let taken = io.take_taken();
-            self.incoming.took(taken, read.as_ref().ok());
+            let (taken, frames) = io.slice_taken();
+            self.incoming.took(taken, frames, read.as_ref().ok());
             match read {
                 // More input waits: the budget is looked at again first.
                 Err(e) if would_block(&e) && io.sliced() => budget -= 1,
@@ -256,6 +257,16 @@ impl WsConn {
                 }
                 Err(e) => self.ended_by(e, io),
             }
+        }
+    }
+
+    /// With everything sent out (tungstenite holds no output, no pong or close to send) and
+    /// nothing in its input buffer, a buffer that grew for a large frame is given back by making
+    /// the context anew: an open connection's context holds nothing else.
+    fn renew_if_worth_it(&mut self) {
+        if self.incoming.may_renew() && self.life == Life::Open && self.ctx.can_write() {
+            self.ctx = WebSocketContext::new(Role::Server, Some(self.cfg.tungstenite()));
+            self.incoming.renewed();
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 
+use super::frames::Frames;
 use crate::http::buf::ReadBuf;
 use crate::http::session::{Duplex, Io, Reads};
 
@@ -31,8 +32,10 @@ pub(super) struct WsIo<'a> {
     grow_to: usize,
     /// Bytes written since the last [`WsIo::take_written`], for the output's minimum rate.
     written: usize,
-    /// Bytes handed to tungstenite since the last [`WsIo::take_taken`], for the budget.
+    /// Bytes handed to tungstenite in this read, for the budget.
     taken: usize,
+    /// The frames in what tungstenite was handed, this read's bytes included.
+    frames: Frames,
     /// Bytes tungstenite may still take in this read ([`READ_SLICE`]).
     slice_left: usize,
 }
@@ -52,13 +55,16 @@ impl<'a> WsIo<'a> {
             grow_to: if until_short { WS_READ_BUF } else { 0 },
             written: 0,
             taken: 0,
+            frames: Frames::default(),
             slice_left: READ_SLICE,
         }
     }
 
-    /// A read of at most [`READ_SLICE`] bytes begins.
-    pub(super) fn new_slice(&mut self) {
+    /// A read of at most [`READ_SLICE`] bytes begins, the frames standing at `frames`.
+    pub(super) fn new_slice(&mut self, frames: Frames) {
         self.slice_left = READ_SLICE;
+        self.taken = 0;
+        self.frames = frames;
     }
 
     /// The last read stopped at its slice, not for want of input.
@@ -71,9 +77,9 @@ impl<'a> WsIo<'a> {
         std::mem::take(&mut self.written)
     }
 
-    /// Bytes handed to tungstenite since the last call.
-    pub(super) fn take_taken(&mut self) -> usize {
-        std::mem::take(&mut self.taken)
+    /// Bytes handed to tungstenite in this read, and where the frames stand after them.
+    pub(super) fn slice_taken(&self) -> (usize, Frames) {
+        (self.taken, self.frames)
     }
 }
 
@@ -106,6 +112,7 @@ impl Read for WsIo<'_> {
         let have = self.buf.filled();
         let n = have.len().min(out.len()).min(self.slice_left);
         out[..n].copy_from_slice(&have[..n]);
+        self.frames.saw(&out[..n]);
         self.buf.consume(n);
         self.taken += n;
         self.slice_left -= n;

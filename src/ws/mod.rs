@@ -41,6 +41,7 @@
 
 mod calls;
 mod conn;
+mod frames;
 pub(crate) mod handshake;
 mod incoming;
 mod io;

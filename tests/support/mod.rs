@@ -14,6 +14,7 @@ use twinhttp::{Body, Handler, Limits, MinRate, Request, Response};
 pub mod logs;
 #[cfg(feature = "tls")]
 pub mod tls;
+pub mod ws_raw;
 
 /// The engine configurations every behaviour test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
