@@ -130,8 +130,8 @@ impl ServeDir {
     /// Whether a file's precompressed copies beside it (`app.js.br`, `app.js.zst`,
     /// `app.js.gz`) are served for it to clients that accept their coding, the one they like
     /// best (`Accept-Encoding` q-values; `br`, `zstd`, `gzip` where alike), with its
-    /// `Content-Encoding`, the original's content type, its own validators, and
-    /// `Vary: Accept-Encoding` on every file's answer. Each accepted coding costs a lookup
+    /// `Content-Encoding` (not on a `304`, which carries validators only), the original's
+    /// content type, its own validators, and `Vary: Accept-Encoding` on every file's answer. Each accepted coding costs a lookup
     /// until a copy is found. Default: yes.
     #[cfg(feature = "compression")]
     #[cfg_attr(docsrs, doc(cfg(feature = "compression")))]
@@ -222,8 +222,11 @@ impl ServeDir {
         let response = match copy {
             Some((coding, file, meta)) => {
                 let r = Response::file_opened(req, file, &meta, name);
+                // A 304 carries no representation metadata beyond its validators (RFC 9110
+                // §15.4.5): a cache that freshens its stored response with this one's fields
+                // would label a stored copy of another coding.
                 match r.status() {
-                    200 | 206 | 304 => r.with_header("Content-Encoding", coding.token()),
+                    200 | 206 => r.with_header("Content-Encoding", coding.token()),
                     _ => r,
                 }
             }
@@ -403,6 +406,18 @@ mod tests {
             );
             assert_eq!(r.text().expect("a body"), body, "{accept:?}");
         }
+        // Revalidated: the copy's own tag answers 304, varying, with no coding.
+        let br = get("/app.js", "br");
+        let tag = br.header("etag").expect("a tag").to_owned();
+        let r = TestRequest::get("/app.js")
+            .header("Accept-Encoding", "br")
+            .header("If-None-Match", &tag)
+            .call(&files);
+        assert_eq!(
+            (r.status(), r.header("etag"), r.header("vary")),
+            (304, Some(tag.as_str()), Some("Accept-Encoding"))
+        );
+        assert_eq!(r.header("content-encoding"), None);
         // A file without copies: as it is (varying all the same); with the copies off, the
         // original; a POST is refused without a coding.
         let r = get("/lone.css", "br");
