@@ -1,7 +1,7 @@
 //! A handler that blocks its event loop is warned of: with inline dispatch, a call that holds
 //! the loop past the threshold (100 ms by default) logs one warning naming its method and path
 //! and is counted in `Stats::blocking_handlers`, and so is a streamed body whose next piece
-//! waits; a fast handler is not, and neither the server engine nor pool dispatch warns (their
+//! waits and a WebSocket callback that sleeps; a fast handler is not, and neither the server engine nor pool dispatch warns (their
 //! handlers and bodies hold no loop).
 mod support;
 use std::time::Duration;
@@ -11,6 +11,15 @@ use twinhttp::{Body, Request, Response};
 
 fn warnings() -> Vec<String> {
     support::logs::lines()
+}
+
+/// The blocking warnings logged since `before` lines.
+fn held_warnings(before: usize) -> Vec<String> {
+    warnings()[before..]
+        .iter()
+        .filter(|l| l.contains("held its event loop"))
+        .cloned()
+        .collect()
 }
 
 /// One test, so that the engines run one after the other and each one's warnings are told
@@ -31,11 +40,7 @@ fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
         let r = c.roundtrip(b"GET /sleep?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(r.status, 200);
         // The warning is logged before the response is queued: it is there now.
-        let new: Vec<String> = warnings()[before..]
-            .iter()
-            .filter(|l| l.contains("held its event loop"))
-            .cloned()
-            .collect();
+        let new = held_warnings(before);
         let counted = srv.stats().blocking_handlers;
         if engine == Engine::ReactorInline {
             assert_eq!(new.len(), 1, "{engine:?}: {new:?}");
@@ -48,11 +53,7 @@ fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
             // A second one within 10 s is counted, not logged again.
             c.roundtrip(b"GET /sleep?ms=150 HTTP/1.1\r\nHost: t\r\n\r\n");
             assert_eq!(srv.stats().blocking_handlers, 2);
-            let again = warnings()[before..]
-                .iter()
-                .filter(|l| l.contains("held its event loop"))
-                .count();
-            assert_eq!(again, 1, "rate-limited");
+            assert_eq!(held_warnings(before).len(), 1, "rate-limited");
         } else {
             assert!(new.is_empty(), "{engine:?} warned: {new:?}");
             assert_eq!(counted, 0, "{engine:?}");
@@ -76,12 +77,44 @@ fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
     });
     let r = Client::new(srv.addr).roundtrip(b"GET /body HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(r.text(), "first second");
-    let new: Vec<String> = warnings()[before..]
-        .iter()
-        .filter(|l| l.contains("held its event loop"))
-        .cloned()
-        .collect();
+    let new = held_warnings(before);
     assert_eq!(new.len(), 1, "{new:?}");
     assert!(new[0].contains("streamed response body"), "{}", new[0]);
     assert_eq!(srv.stats().blocking_handlers, 1);
+    a_blocking_websocket_callback_is_warned_of_and_counted();
+}
+
+/// A WebSocket's callback that sleeps holds an inline loop too: its turn is warned of and
+/// counted; a quick one is not.
+fn a_blocking_websocket_callback_is_warned_of_and_counted() {
+    use support::ws_raw::{self, BINARY, TEXT};
+    use twinhttp::ws::{RequestExt, WsMessage, WsSender};
+    let srv = start(Engine::ReactorInline, |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
+                // A message of 200 bytes sleeps 200 ms; others answer at once.
+                if msg.len() == 200 {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                let _ = ws.send(msg.len().to_string());
+            }),
+            Err(refusal) => refusal,
+        }
+    });
+    let mut ws = ws_raw::open(srv.addr, "/");
+    ws_raw::send(&mut ws, BINARY, 10);
+    assert_eq!(ws_raw::read(&mut ws), (TEXT, "10".to_string()));
+    assert_eq!(srv.stats().blocking_handlers, 0, "a quick callback");
+    let before = warnings().len();
+    ws_raw::send(&mut ws, BINARY, 200);
+    assert_eq!(ws_raw::read(&mut ws), (TEXT, "200".to_string()));
+    // Counted when the turn that ran it ends, which may be after its answer went out.
+    let limit = std::time::Instant::now() + Duration::from_secs(5);
+    while srv.stats().blocking_handlers == 0 && std::time::Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(srv.stats().blocking_handlers, 1);
+    let new = held_warnings(before);
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert!(new[0].contains("WebSocket"), "{}", new[0]);
 }

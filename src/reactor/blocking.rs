@@ -3,7 +3,8 @@
 //! runs until it returns; a handler that sleeps or waits on I/O stalls them all, and so does a
 //! streamed body whose next piece waits. Each inline call, and each piece of a streamed body
 //! produced on the loop (a reader's or an iterator's: handler code; not a file's, which the
-//! core reads as it sends one by `sendfile`), is timed on the coarse monotonic clock (a few nanoseconds, no
+//! core reads as it sends one by `sendfile`), and each turn of a WebSocket or event stream whose
+//! callbacks run on the loop, is timed on the coarse monotonic clock (a few nanoseconds, no
 //! system call); one that held the loop past the threshold is counted in
 //! `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`] per loop, logged at warn
 //! level (a handler's with its method and path).
@@ -20,12 +21,14 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// 250 Hz), so below this a fast call that straddles a tick would be taken for a slow one.
 const MIN_THRESHOLD: Duration = Duration::from_millis(10);
 
-/// What ran on the loop: a handler call, or the production of a streamed body's pieces
-/// (handler code too: `Body::chunks`, `Body::reader`).
+/// What ran on the loop: a handler call, the production of a streamed body's pieces (handler
+/// code too: `Body::chunks`, `Body::reader`), or a session's turn with its callbacks (a
+/// WebSocket's `on_message` and the rest).
 #[derive(Clone, Copy)]
 enum Holder<'a> {
     Handler(&'a RequestHead),
     Body,
+    Session,
 }
 
 /// One loop's timing of its inline handler calls.
@@ -76,6 +79,16 @@ impl Blocking {
         held
     }
 
+    /// A session's turn, which began at `started` and ran its callbacks inline, is over: how
+    /// long it held the loop.
+    pub(crate) fn session_ran(&mut self, started: Duration, counters: &Counters) -> Duration {
+        let held = coarse_now().saturating_sub(started);
+        if self.threshold.is_some_and(|threshold| held > threshold) {
+            self.held_too_long(held, Holder::Session, counters);
+        }
+        held
+    }
+
     #[cold]
     fn held_too_long(&mut self, held: Duration, holder: Holder<'_>, counters: &Counters) {
         counters.blocking_handler();
@@ -90,6 +103,7 @@ impl Blocking {
         let what = match holder {
             Holder::Handler(head) => format!("a handler, on {} {},", head.method(), head.path()),
             Holder::Body => "a streamed response body, producing its next piece,".to_owned(),
+            Holder::Session => "a WebSocket's or event stream's callbacks".to_owned(),
         };
         log::warn!(
             "{what} held its event loop for {} ms: with inline dispatch nothing else on the loop \
@@ -99,6 +113,16 @@ impl Blocking {
             WARN_EVERY.as_secs()
         );
     }
+}
+
+/// `began` moved on by the `held` time inline handler code took (on the coarse clock, whose
+/// ticks are milliseconds apart: most calls held it for none).
+#[inline]
+pub(crate) fn later(began: Instant, held: Duration) -> Instant {
+    if held.is_zero() {
+        return began;
+    }
+    began.checked_add(held).unwrap_or(began)
 }
 
 /// The coarse monotonic clock (updated every tick, read without a system call where the kernel

@@ -330,13 +330,14 @@ impl Builder {
 
     /// With inline dispatch, a handler call that holds its loop longer than this is counted in
     /// [`Stats::blocking_handlers`] and logged at warn level with its method and path (at most
-    /// once every 10 s per loop): nothing else on that loop runs while it does. `None`: off
-    /// (for benchmarks: no clock is read then). A threshold under 10 ms is taken as 10 ms (the
-    /// call is timed on the coarse clock, which ticks every few milliseconds). HTTP handler
-    /// calls are timed, and each piece of a streamed response body produced on the loop
-    /// (`Body::chunks`, `Body::reader`: warned of without a method and path); WebSocket and
-    /// event-stream callbacks are not. Has no effect with
-    /// [`Dispatch::Pool`]. Default: 100 ms.
+    /// once every 10 s per loop): nothing else on that loop runs while it does. `None`: no
+    /// warning and no count (the calls are still timed, on the coarse clock: the loop's clock
+    /// moves on by the time they held it). A threshold under 10 ms is taken as 10 ms (the coarse
+    /// clock ticks every few milliseconds). HTTP handler calls are timed, each piece of a
+    /// streamed response body produced on the loop (`Body::chunks`, `Body::reader`: warned of
+    /// without a method and path), and each turn of a WebSocket or event stream, which runs
+    /// its callbacks (warned of as theirs). Has no effect with [`Dispatch::Pool`]. Default:
+    /// 100 ms.
     pub fn blocking_warning(mut self, threshold: Option<Duration>) -> Self {
         self.cfg.blocking_warning = threshold;
         self

@@ -1,8 +1,6 @@
 //! A connection's HTTP exchanges on the loop: the core's driver decides, the loop carries it
 //! out (handlers run inline or go to the pool; a hand-over starts a session or detaches).
 
-use std::time::{Duration, Instant};
-
 use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -13,18 +11,9 @@ use crate::http::request::RequestHead;
 use crate::http::session::Start;
 use crate::http::session_driver::SessionDriver;
 use crate::http::stream::{Produced, Streaming};
+use crate::reactor::blocking::later;
 use crate::reactor::pool::Job;
 use crate::stats::Activity;
-
-/// `began` moved on by the `held` time inline handler code took (on the coarse clock, whose
-/// ticks are milliseconds apart: most calls held it for none).
-#[inline]
-fn later(began: Instant, held: Duration) -> Instant {
-    if held.is_zero() {
-        return began;
-    }
-    began.checked_add(held).unwrap_or(began)
-}
 
 impl Connection {
     /// Drives the connection's exchanges until the driver waits, yields, closes or hands the

@@ -10,6 +10,7 @@ use crate::engine::OpenGuard;
 use crate::http::pools::Pools;
 use crate::http::session::{self, Callbacks, Reads, Wake, Work};
 use crate::net::transport::Stream;
+use crate::reactor::blocking::later;
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
 use crate::upgraded::Upgraded;
@@ -59,6 +60,9 @@ impl Connection {
             None => Callbacks::Inline,
         };
         let stream = self.socket.get_mut();
+        // Callbacks inline are handler code on the loop: the turn is timed as a handler call,
+        // and the loop's clock moves on by it.
+        let started = (callbacks == Callbacks::Inline).then(|| cx.blocking.start());
         let next = driver.turn(
             stream,
             cx.pools,
@@ -67,6 +71,9 @@ impl Connection {
             cx.closing,
             callbacks,
         );
+        if let Some(started) = started {
+            cx.now = later(cx.now, cx.blocking.session_ran(started, cx.counters));
+        }
         match next {
             session::Next::Wait { write, deadline } => Next::Wait {
                 read: !write,
