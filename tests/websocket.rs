@@ -319,7 +319,7 @@ fn a_large_frame_is_charged_until_its_buffer_is_given_back(engine: Engine) {
     ws_raw::ping_pong(&mut s);
     let held = srv.stats().memory_held;
     assert!(
-        (2 * FRAME - ALLOWANCE..2 * FRAME - ALLOWANCE + 64).contains(&held),
+        (2 * (FRAME - ALLOWANCE)..2 * (FRAME - ALLOWANCE) + 64).contains(&held),
         "the unfinished message and tungstenite's buffer for its frame: {held} bytes held"
     );
     ws_raw::send(&mut s, CONTINUATION_LAST, 10);

@@ -740,10 +740,20 @@ mod tests {
         calls: &Arc<Mutex<Vec<String>>>,
         wakes: &Arc<Wakes>,
     ) -> Box<dyn Session> {
+        handled_by(Echo(calls.clone()), WsConfig::default(), budget, wakes)
+    }
+
+    /// A WebSocket session on `budget` with `handler` and `cfg`.
+    fn handled_by(
+        handler: impl WsHandler,
+        cfg: WsConfig,
+        budget: &Budget,
+        wakes: &Arc<Wakes>,
+    ) -> Box<dyn Session> {
         let sender = WsSender::new(waker(wakes), 1 << 20, None, budget);
         Box::new(WsConn::new(
-            Box::new(Echo(calls.clone())),
-            WsConfig::default(),
+            Box::new(handler),
+            cfg,
             sender,
             Instant::now(),
             None,
@@ -888,5 +898,156 @@ mod tests {
         sender
             .send(big)
             .expect("once it is out, there is room again");
+    }
+
+    /// A masked client frame (a zero mask): `b0` (FIN and opcode) and `payload`.
+    fn raw_frame(b0: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![b0];
+        match payload.len() {
+            len @ 0..=125 => f.push(0x80 | len as u8),
+            len @ 126..=0xffff => {
+                f.push(0x80 | 126);
+                f.extend((len as u16).to_be_bytes());
+            }
+            len => {
+                f.push(0x80 | 127);
+                f.extend((len as u64).to_be_bytes());
+            }
+        }
+        f.extend([0, 0, 0, 0]);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// What the server wrote, in short: `data N` or `close CODE`.
+    fn kinds(back: &[Message]) -> Vec<String> {
+        back.iter()
+            .map(|m| match m {
+                Message::Close(f) => format!("close {:?}", f.as_ref().map(|f| f.code)),
+                m => format!("data {}", m.len()),
+            })
+            .collect()
+    }
+
+    /// A frame tungstenite will refuse (a continuation with no message begun), read in the
+    /// same read as the end of a message, fails the connection with 1002 whatever the
+    /// message's size: after a large one, the context is not made anew with it unparsed.
+    #[test]
+    fn a_stray_frame_read_behind_a_large_message_still_fails_the_connection() {
+        for size in [100, 100_000] {
+            let calls = Arc::new(Mutex::new(Vec::new()));
+            let mut s = started(&calls);
+            let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+            let message = raw_frame(0x82, &vec![7; size]);
+            pipe.input.extend(&message[..message.len() - 10]);
+            drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
+            pipe.input.extend(&message[message.len() - 10..]);
+            pipe.input.extend(raw_frame(0x00, b""));
+            let next = drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
+            let back = client.received(&mut pipe);
+            assert!(
+                matches!(back.last(), Some(Message::Close(Some(f))) if f.code == CloseCode::Protocol),
+                "size {size}: server wrote {:?}, next {next:?}",
+                kinds(&back)
+            );
+        }
+    }
+
+    /// Closes (1000) on a message; logs `on_close`.
+    struct CloseOnMessage(Arc<Mutex<Vec<String>>>);
+
+    impl WsHandler for CloseOnMessage {
+        fn on_message(&mut self, ws: &WsSender, _: WsMessage) {
+            let _ = ws.close(CloseCode::Normal, "done");
+        }
+        fn on_close(&mut self, frame: Option<CloseFrame>) {
+            if let Ok(mut log) = self.0.lock() {
+                log.push(format!("close {:?}", frame.map(|f| u16::from(f.code))));
+            }
+        }
+    }
+
+    /// A closing connection reads its peer's close frame near the budget even when its input
+    /// buffer, which held a large message, is still charged: that is not a message being
+    /// gathered.
+    #[test]
+    fn a_closing_connection_reads_the_peers_close_after_a_large_message() {
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 24));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let handler = CloseOnMessage(calls.clone());
+        let mut s = handled_by(handler, WsConfig::default(), &budget, &wakes);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        client.send(&mut pipe, Message::binary(vec![0; 1 << 20]));
+        let t0 = Instant::now();
+        let first = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        assert!(matches!(first, Next::Wait { .. }), "{first:?}");
+        assert!(budget.held() > 0, "the input buffer is charged");
+        // Something else now holds fifteen sixteenths of the budget.
+        let mut hog = budget.charge();
+        hog.hold(ALLOWANCE + (1 << 24) / 16 * 15);
+        let away = CloseFrame {
+            code: CloseCode::Away,
+            reason: "bye".into(),
+        };
+        client.send(&mut pipe, Message::Close(Some(away)));
+        let next = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        s.finish(Callbacks::Inline);
+        assert_eq!(
+            (budget.refusals(), log(&calls)),
+            ((0, 0), vec!["close Some(1001)".to_string()]),
+            "next {next:?}"
+        );
+    }
+
+    /// A message no larger than the read buffer tungstenite was made with grew nothing: it
+    /// leaves no charge, and near the budget the next message waits (not refused).
+    #[test]
+    fn a_frame_within_the_working_buffer_leaves_no_charge() {
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 22));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let cfg = WsConfig::default().read_buffer_size(64 << 10);
+        let mut s = handled_by(Echo(calls.clone()), cfg, &budget, &wakes);
+        let (mut pipe, mut buf, mut client) = (Pipe::new(), ReadBuf::new(), Client::new());
+        client.send(&mut pipe, Message::binary(vec![0; 40 << 10]));
+        let t0 = Instant::now();
+        pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        let idle_held = budget.held();
+        let mut hog = budget.charge();
+        hog.hold(ALLOWANCE + (1 << 22));
+        client.send(&mut pipe, Message::text("two"));
+        let first = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        let due = t0 + PAUSE_GRACE;
+        let second = pipe.io(&mut buf, |io| s.drive(io, due, Callbacks::Inline));
+        assert_eq!(
+            (idle_held, budget.refusals()),
+            (0, (0, 0)),
+            "first {first:?}, second {second:?}, server wrote {:?}",
+            kinds(&client.received(&mut pipe))
+        );
+    }
+
+    /// Two large messages back to back: while the second arrives into the buffer the first
+    /// one grew, the two are counted once (the buffer as large as the first, the second's
+    /// bytes in it), not the one on top of the other.
+    #[test]
+    fn back_to_back_large_messages_are_not_charged_twice() {
+        const MIB: usize = 1 << 20;
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 26));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut s = on_budget(&budget, &calls, &wakes);
+        let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
+        let a = raw_frame(0x82, &vec![1; MIB]);
+        let b = raw_frame(0x82, &vec![2; MIB]);
+        pipe.input.extend(&a);
+        pipe.input.extend(&b[..b.len() / 2]);
+        drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
+        let held = budget.held();
+        assert!(
+            (a.len() - 2 * ALLOWANCE - 4096..=a.len()).contains(&held),
+            "{held} bytes held with the first message in and half the second"
+        );
+        pipe.input.extend(&b[b.len() / 2..]);
+        drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
+        assert_eq!(budget.held(), 0, "both out, and the buffer given back");
     }
 }

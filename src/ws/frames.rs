@@ -110,7 +110,10 @@ impl Frames {
         // A control frame (opcode 8 and up) or the last frame of a data message.
         self.ends += u64::from(opcode >= 8 || fin);
         match (opcode, fin) {
-            (1 | 2, false) => self.fragmented = true,
+            // A data frame without FIN: a message begins or goes on. So does one tungstenite
+            // will refuse (a continuation with no message begun, a reserved opcode): it waits
+            // in its buffer to be parsed and fail the connection, and must not be let go.
+            (0..=7, false) => self.fragmented = true,
             (0, true) => self.fragmented = false,
             _ => {}
         }
@@ -126,6 +129,14 @@ impl Frames {
     /// Bytes of the largest frame tungstenite's input buffer has held since it was last made.
     pub(super) fn largest(&self) -> usize {
         self.largest
+    }
+
+    /// Bytes of the frame arriving, header included (0 between frames).
+    pub(super) fn arriving(&self) -> usize {
+        match self.at {
+            At::Payload { seen, .. } => seen,
+            At::Boundary | At::Split { .. } => 0,
+        }
     }
 
     /// tungstenite's input buffer was made anew.
@@ -226,6 +237,13 @@ mod tests {
         );
         frames.saw(&frame(0x80, 10));
         assert!(frames.all_parsed(3));
+        // A continuation without FIN and no message begun, or a reserved opcode: tungstenite
+        // refuses it once it parses it, which it has not while it holds it.
+        for stray in [0x00, 0x03, 0x87] {
+            let mut frames = Frames::default();
+            frames.saw(&frame(stray, 4));
+            assert!(!frames.all_parsed(0), "{stray:#x}");
+        }
         // Two bytes of the next header.
         frames.saw(&frame(0x82, 5)[..2]);
         assert!(!frames.all_parsed(3));

@@ -11,10 +11,13 @@
 //! tungstenite's input buffer reserves room for a frame's whole length (up to
 //! [`WsConfig::max_frame_size`], 16 MiB by default) and keeps that allocation for the
 //! connection's life. The largest frame it has held ([`Frames`]) is charged beside the
-//! message being gathered; once the buffer is empty and everything sent is out, the connection
-//! makes tungstenite's context anew ([`Incoming::may_renew`]), which gives the allocation back,
-//! and the charge with it. A frame no larger than the working buffer (16 KiB, or the configured
-//! read buffer size if larger) is not worth renewing for: the context keeps it, and its charge.
+//! message being gathered (less the frame arriving, whose bytes the message counts and which
+//! goes into the same buffer); once the buffer is empty and everything sent is out, the
+//! connection makes tungstenite's context anew ([`Incoming::may_renew`]), which gives the
+//! allocation back, and the charge with it. A frame no larger than a working buffer (16 KiB,
+//! or the configured read buffer size if larger) grew nothing worth giving back: it is neither
+//! charged nor renewed for. Only the message's charge decides whether input is refused
+//! ([`Incoming::is_charged`]): the buffer's is what was, not what is coming.
 //!
 //! [`WsConfig::max_message_size`]: super::WsConfig::max_message_size
 //! [`WsConfig::max_frame_size`]: super::WsConfig::max_frame_size
@@ -27,17 +30,20 @@ use crate::http::budget::{ALLOWANCE, Budget, Held};
 /// A masked control frame's header: 2 bytes and the 4-byte mask (its payload is at most 125).
 const CONTROL_HEADER: usize = 6;
 
-/// Bytes of the message being gathered and of tungstenite's input buffer, and their charge
-/// (past the budget's allowance).
+/// Bytes of the message being gathered and of tungstenite's input buffer, and their charges
+/// (each past the budget's allowance).
 pub(super) struct Incoming {
     bytes: usize,
     /// The frames in what tungstenite was handed.
     frames: Frames,
-    /// Messages tungstenite returned since its context was made.
+    /// Messages tungstenite returned.
     returned: u64,
-    /// A buffer that held no larger a frame is kept.
+    /// A buffer that held no larger a frame is a working buffer: kept, and not charged.
     keep: usize,
-    held: Held,
+    /// The message being gathered's charge.
+    message: Held,
+    /// The input buffer's, past what the message being gathered holds of it.
+    buffer: Held,
 }
 
 impl Incoming {
@@ -48,7 +54,8 @@ impl Incoming {
             frames: Frames::default(),
             returned: 0,
             keep: read_buffer.max(ALLOWANCE),
-            held: budget.charge(),
+            message: budget.charge(),
+            buffer: budget.charge(),
         }
     }
 
@@ -76,10 +83,17 @@ impl Incoming {
         self.hold();
     }
 
-    /// Memory that exists already: held whether or not it fits.
+    /// Memory that exists already: held whether or not it fits. tungstenite's input buffer is
+    /// as large as the largest frame it held, or the frame arriving (counted in the message
+    /// being gathered), whichever is larger; a working buffer's size is not charged.
     fn hold(&mut self) {
-        self.held
-            .hold(self.bytes.saturating_add(self.frames.largest()));
+        self.message.hold(self.bytes);
+        let largest = self.frames.largest();
+        let buffer = match largest > self.keep {
+            true => largest.saturating_sub(self.frames.arriving()),
+            false => 0,
+        };
+        self.buffer.hold(buffer);
     }
 
     /// True when tungstenite's input buffer held a frame larger than a working buffer and is
@@ -96,7 +110,7 @@ impl Incoming {
 
     /// True when the message being gathered is charged to the budget (past the allowance).
     pub(super) fn is_charged(&self) -> bool {
-        self.held.bytes() > 0
+        self.message.bytes() > 0
     }
 }
 
