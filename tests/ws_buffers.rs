@@ -1,11 +1,13 @@
-//! What idle WebSockets that once received a large frame keep, counted by the process's
-//! allocator: tungstenite's input buffer grows to a frame's whole length and would keep that
-//! allocation for the connection's life; the connection gives it back once the message is out.
+//! What idle WebSockets that once received or sent a large message keep, counted by the
+//! process's allocator: tungstenite's input buffer grows to a frame's whole length and its
+//! output buffer to a message's, and would keep those allocations for the connection's life;
+//! the connection gives them back once the message is in (or out).
 //! A counting global allocator follows the bytes live in this process; the client sends frames
 //! from a static block and allocates almost nothing, so what grows is the server's. The only
 //! test in this binary, so nothing else allocates meanwhile.
 mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use support::ws_raw::{self, BINARY, TEXT};
@@ -51,9 +53,21 @@ static GLOBAL: Counting = Counting;
 const CONNECTIONS: usize = 8;
 const FRAME: usize = 4 << 20;
 
-/// Bytes the server holds more after `CONNECTIONS` WebSockets each received one `FRAME`-byte
-/// message and went idle than before they came.
-fn kept_by_idle_websockets(engine: Engine) -> i64 {
+/// The server receives a `size`-byte message on `s` (and answers with its length).
+fn receive(s: &mut TcpStream, size: usize) {
+    ws_raw::send(s, BINARY, size);
+    assert_eq!(ws_raw::read(s), (TEXT, size.to_string()));
+}
+
+/// The server sends a `size`-byte message on `s` (asked for by its length).
+fn send(s: &mut TcpStream, size: usize) {
+    ws_raw::send_text(s, &size.to_string());
+    assert_eq!(ws_raw::skip(s), (BINARY, size as u64));
+}
+
+/// Bytes the server holds more after `CONNECTIONS` WebSockets each had one `FRAME`-byte
+/// message go by `exchange` and went idle than before they came.
+fn kept_after(engine: Engine, exchange: fn(&mut TcpStream, usize)) -> i64 {
     let srv = start_with(
         engine,
         Config {
@@ -65,15 +79,13 @@ fn kept_by_idle_websockets(engine: Engine) -> i64 {
     );
     // One connection first, so pools and lazily made state exist before counting.
     let mut warm = ws_raw::open(srv.addr, "/");
-    ws_raw::send(&mut warm, BINARY, 100);
-    assert_eq!(ws_raw::read(&mut warm), (TEXT, "100".to_string()));
+    exchange(&mut warm, 100);
     let before = LIVE.load(Ordering::Relaxed);
     let mut idle = Vec::with_capacity(CONNECTIONS);
     for _ in 0..CONNECTIONS {
         let mut s = ws_raw::open(srv.addr, "/");
-        ws_raw::send(&mut s, BINARY, FRAME);
-        assert_eq!(ws_raw::read(&mut s), (TEXT, FRAME.to_string()));
-        // After the step that follows the message (when the buffer is given back).
+        exchange(&mut s, FRAME);
+        // After the step that follows the message (when the buffers are given back).
         ws_raw::ping_pong(&mut s);
         idle.push(s);
     }
@@ -83,19 +95,23 @@ fn kept_by_idle_websockets(engine: Engine) -> i64 {
     after - before
 }
 
+/// One test, so nothing else allocates while it counts: the buffers a large message took,
+/// received and sent, on every configuration.
 #[test]
-fn idle_websockets_give_back_the_buffer_a_large_frame_took() {
+fn idle_websockets_give_back_the_buffers_large_messages_took() {
     let mut report = String::new();
     let mut kept = Vec::new();
     for engine in Engine::all() {
-        let k = kept_by_idle_websockets(engine);
+        let received = kept_after(engine, receive);
+        let sent = kept_after(engine, send);
         report.push_str(&format!(
-            "{engine:?}: {CONNECTIONS} idle WebSockets after a {FRAME}-byte message each keep {k} bytes\n"
+            "{engine:?}: {CONNECTIONS} idle WebSockets keep {received} bytes after receiving a \
+             {FRAME}-byte message each, {sent} after sending one\n"
         ));
-        kept.push(k);
+        kept.extend([received, sent]);
     }
     println!("{report}");
-    // Each would keep at least its frame's 4 MiB; a connection's working buffers are some KiB.
+    // Each would keep at least its message's 4 MiB; a connection's working buffers are some KiB.
     let bound = i64::try_from(CONNECTIONS * 256 * 1024).unwrap_or(i64::MAX);
     assert!(kept.iter().all(|&k| k < bound), "{report}");
 }

@@ -43,7 +43,7 @@ mod calls;
 mod conn;
 mod frames;
 pub(crate) mod handshake;
-mod incoming;
+mod held;
 mod io;
 mod sender;
 mod upgrade;

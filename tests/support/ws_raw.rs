@@ -19,16 +19,61 @@ pub const PONG: u8 = 0x8a;
 
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
-/// A WebSocket that answers each message with its length in bytes, as text, after dropping it.
+/// A WebSocket that answers each message with its length in bytes, as text, after dropping it;
+/// a text message that is a number `N` is answered with `N` zero bytes, binary.
 pub fn lengths(req: &mut Request<'_>) -> Response {
     match req.upgrade_websocket() {
         Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
+            let asked = match &msg {
+                WsMessage::Text(t) => t.as_str().parse::<usize>().ok(),
+                WsMessage::Binary(_) => None,
+            };
             let len = msg.len();
             drop(msg);
-            let _ = ws.send(len.to_string());
+            let _ = match asked {
+                Some(n) => ws.send(vec![0u8; n]),
+                None => ws.send(len.to_string()),
+            };
         }),
         Err(refusal) => refusal,
     }
+}
+
+/// Sends a masked text frame.
+pub fn send_text(s: &mut TcpStream, text: &str) {
+    let len = text.len();
+    assert!(len <= 125, "a short text");
+    s.write_all(&[TEXT, 0x80 | len as u8, 0, 0, 0, 0])
+        .expect("frame header");
+    s.write_all(text.as_bytes()).expect("payload");
+}
+
+/// Reads one unmasked frame of any length, its payload read into a fixed block and dropped:
+/// its first byte and its payload's length.
+pub fn skip(s: &mut TcpStream) -> (u8, u64) {
+    let mut head = [0u8; 2];
+    s.read_exact(&mut head).expect("frame header");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut ext = [0u8; 2];
+            s.read_exact(&mut ext).expect("length");
+            u64::from(u16::from_be_bytes(ext))
+        }
+        127 => {
+            let mut ext = [0u8; 8];
+            s.read_exact(&mut ext).expect("length");
+            u64::from_be_bytes(ext)
+        }
+        short => u64::from(short),
+    };
+    let mut block = [0u8; 16 * 1024];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        s.read_exact(&mut block[..n]).expect("payload");
+        left -= n as u64;
+    }
+    (head[0], len)
 }
 
 /// A connection whose opening handshake on `path` has completed.

@@ -1,5 +1,6 @@
-//! The memory a WebSocket's incoming side holds, charged to the server's budget: the unfinished
-//! message, and tungstenite's input buffer while it is larger than a working buffer.
+//! The memory a WebSocket's tungstenite context holds, charged to the server's budget: the
+//! unfinished incoming message, and its input and output buffers while they are larger than a
+//! working buffer.
 //!
 //! tungstenite gathers a message's frames (up to [`WsConfig::max_message_size`]) before it
 //! returns it, and does not say how much it holds meanwhile. The connection counts what it
@@ -13,11 +14,16 @@
 //! connection's life. The largest frame it has held ([`Frames`]) is charged beside the
 //! message being gathered (less the frame arriving, whose bytes the message counts and which
 //! goes into the same buffer); once the buffer is empty and everything sent is out, the
-//! connection makes tungstenite's context anew ([`Incoming::may_renew`]), which gives the
+//! connection makes tungstenite's context anew ([`Held::may_renew`]), which gives the
 //! allocation back, and the charge with it. A frame no larger than a working buffer (16 KiB,
 //! or the configured read buffer size if larger) grew nothing worth giving back: it is neither
 //! charged nor renewed for. Only the message's charge decides whether input is refused
-//! ([`Incoming::is_charged`]): the buffer's is what was, not what is coming.
+//! ([`Held::is_charged`]): the buffer's is what was, not what is coming.
+//!
+//! Its output buffer grows to the bytes written to it between two flushes (a large message
+//! whole) and keeps that capacity too: while output waits, the sender's queue counts those
+//! bytes; once everything is out, the capacity is charged here if it is larger than a working
+//! buffer, and given back by the same renewal.
 //!
 //! [`WsConfig::max_message_size`]: super::WsConfig::max_message_size
 //! [`WsConfig::max_frame_size`]: super::WsConfig::max_frame_size
@@ -25,14 +31,14 @@
 use tungstenite::Message;
 
 use super::frames::Frames;
-use crate::http::budget::{ALLOWANCE, Budget, Held};
+use crate::http::budget::{self, ALLOWANCE, Budget};
 
 /// A masked control frame's header: 2 bytes and the 4-byte mask (its payload is at most 125).
 const CONTROL_HEADER: usize = 6;
 
-/// Bytes of the message being gathered and of tungstenite's input buffer, and their charges
-/// (each past the budget's allowance).
-pub(super) struct Incoming {
+/// Bytes of the message being gathered and of tungstenite's buffers, and their charges (each
+/// past the budget's allowance).
+pub(super) struct Held {
     bytes: usize,
     /// The frames in what tungstenite was handed.
     frames: Frames,
@@ -40,26 +46,34 @@ pub(super) struct Incoming {
     returned: u64,
     /// A buffer that held no larger a frame is a working buffer: kept, and not charged.
     keep: usize,
+    /// Bytes written to tungstenite since everything was last out.
+    out_pending: usize,
+    /// The most bytes written to it between two flushes since its context was made: about its
+    /// output buffer's capacity.
+    out_largest: usize,
     /// The message being gathered's charge.
-    message: Held,
-    /// The input buffer's, past what the message being gathered holds of it.
-    buffer: Held,
+    message: budget::Held,
+    /// The buffers': the input buffer past what the message being gathered holds of it, the
+    /// output buffer once everything is out.
+    buffers: budget::Held,
 }
 
-impl Incoming {
+impl Held {
     /// `read_buffer`: the size tungstenite's input buffer is made with.
     pub(super) fn new(budget: &Budget, read_buffer: usize) -> Self {
-        Incoming {
+        Held {
             bytes: 0,
             frames: Frames::default(),
             returned: 0,
             keep: read_buffer.max(ALLOWANCE),
+            out_pending: 0,
+            out_largest: 0,
             message: budget.charge(),
-            buffer: budget.charge(),
+            buffers: budget.charge(),
         }
     }
 
-    /// Where the frames stand, for the next read ([`Incoming::took`] gets them back).
+    /// Where the frames stand, for the next read ([`Held::took`] gets them back).
     pub(super) fn frames(&self) -> Frames {
         self.frames
     }
@@ -83,28 +97,49 @@ impl Incoming {
         self.hold();
     }
 
+    /// `n` bytes of a message were written to tungstenite.
+    pub(super) fn wrote(&mut self, n: usize) {
+        self.out_pending = self.out_pending.saturating_add(n);
+        self.out_largest = self.out_largest.max(self.out_pending);
+    }
+
+    /// Everything written to tungstenite is out.
+    pub(super) fn flushed(&mut self) {
+        self.out_pending = 0;
+        self.hold();
+    }
+
     /// Memory that exists already: held whether or not it fits. tungstenite's input buffer is
     /// as large as the largest frame it held, or the frame arriving (counted in the message
-    /// being gathered), whichever is larger; a working buffer's size is not charged.
+    /// being gathered), whichever is larger; its output buffer as large as the most written
+    /// between two flushes (counted in the sender's queue until it is out). A working buffer's
+    /// size is not charged.
     fn hold(&mut self) {
         self.message.hold(self.bytes);
         let largest = self.frames.largest();
-        let buffer = match largest > self.keep {
+        let input = match largest > self.keep {
             true => largest.saturating_sub(self.frames.arriving()),
             false => 0,
         };
-        self.buffer.hold(buffer);
+        let output = match self.out_largest > self.keep && self.out_pending == 0 {
+            true => self.out_largest,
+            false => 0,
+        };
+        self.buffers.hold(input.saturating_add(output));
     }
 
-    /// True when tungstenite's input buffer held a frame larger than a working buffer and is
-    /// empty now, with no message unfinished: a new context would hold nothing less.
+    /// True when one of tungstenite's buffers grew past a working buffer and both are empty
+    /// now (everything written is out, every byte read is in frames it returned), with no
+    /// message unfinished: a new context would hold nothing less.
     pub(super) fn may_renew(&self) -> bool {
-        self.frames.largest() > self.keep && self.frames.all_parsed(self.returned)
+        let grew = self.frames.largest().max(self.out_largest) > self.keep;
+        grew && self.out_pending == 0 && self.frames.all_parsed(self.returned)
     }
 
-    /// tungstenite's context was made anew: its input buffer is a working buffer again.
+    /// tungstenite's context was made anew: its buffers are working buffers again.
     pub(super) fn renewed(&mut self) {
         self.frames.forget_largest();
+        self.out_largest = 0;
         self.hold();
     }
 
@@ -122,21 +157,21 @@ mod tests {
     #[test]
     fn fragments_are_charged_until_the_message_ends_and_pings_between_them_are_not() {
         let budget = Budget::new(1 << 20);
-        let mut incoming = Incoming::new(&budget, 1024);
+        let mut held = Held::new(&budget, 1024);
         let frames = Frames::default();
-        incoming.took(ALLOWANCE, frames, None);
+        held.took(ALLOWANCE, frames, None);
         assert_eq!(budget.held(), 0, "the allowance is free");
-        incoming.took(1000, frames, None);
+        held.took(1000, frames, None);
         assert_eq!(budget.held(), 1000);
         // A ping of 10 bytes read between two fragments: its 16 bytes are not the message's.
-        incoming.took(16, frames, Some(&Message::Ping(vec![0; 10].into())));
+        held.took(16, frames, Some(&Message::Ping(vec![0; 10].into())));
         assert_eq!(budget.held(), 1000);
-        assert!(incoming.is_charged());
-        incoming.took(500, frames, Some(&Message::binary(vec![0; 100])));
+        assert!(held.is_charged());
+        held.took(500, frames, Some(&Message::binary(vec![0; 100])));
         assert_eq!(budget.held(), 0, "the message ended");
-        assert!(!incoming.is_charged());
-        incoming.took(ALLOWANCE + 10, frames, None);
-        drop(incoming);
+        assert!(!held.is_charged());
+        held.took(ALLOWANCE + 10, frames, None);
+        drop(held);
         assert_eq!(budget.held(), 0, "given back when the connection goes");
     }
 
@@ -152,38 +187,66 @@ mod tests {
     #[test]
     fn the_input_buffer_is_charged_until_the_context_is_renewed() {
         let budget = Budget::new(1 << 24);
-        let mut incoming = Incoming::new(&budget, 1024);
-        let mut frames = incoming.frames();
+        let mut held = Held::new(&budget, 1024);
+        let mut frames = held.frames();
         let big = binary_frame(1 << 20);
         frames.saw(&big[..1000]);
-        incoming.took(1000, frames, None);
-        assert!(!incoming.may_renew(), "the frame is still arriving");
+        held.took(1000, frames, None);
+        assert!(!held.may_renew(), "the frame is still arriving");
         frames.saw(&big[1000..]);
         let msg = Message::binary(vec![0; 1 << 20]);
-        incoming.took(big.len() - 1000, frames, Some(&msg));
+        held.took(big.len() - 1000, frames, Some(&msg));
         // The message was returned; tungstenite's buffer still has room for its frame.
         assert_eq!(budget.held(), big.len() - ALLOWANCE);
-        assert!(incoming.may_renew());
-        incoming.renewed();
+        assert!(held.may_renew());
+        held.renewed();
         assert_eq!(budget.held(), 0);
-        assert!(!incoming.may_renew());
+        assert!(!held.may_renew());
 
         // Two bytes of the next frame read ahead: tungstenite's buffer is not empty, so it is
         // kept, and charged.
-        let mut frames = incoming.frames();
+        let mut frames = held.frames();
         let next = binary_frame(1 << 20);
         frames.saw(&next[..next.len() - 1]);
-        incoming.took(next.len() - 1, frames, None);
+        held.took(next.len() - 1, frames, None);
         frames.saw(&next[next.len() - 1..]);
         frames.saw(&binary_frame(10)[..2]);
-        incoming.took(3, frames, Some(&msg));
-        assert!(!incoming.may_renew(), "the next frame has begun");
+        held.took(3, frames, Some(&msg));
+        assert!(!held.may_renew(), "the next frame has begun");
         assert_eq!(budget.held(), next.len() - ALLOWANCE);
         // A small frame (no larger than a working buffer) is not renewed for.
-        let mut incoming = Incoming::new(&budget, 1024);
-        let mut frames = incoming.frames();
+        let mut held = Held::new(&budget, 1024);
+        let mut frames = held.frames();
         frames.saw(&binary_frame(ALLOWANCE - 100));
-        incoming.took(ALLOWANCE - 86, frames, Some(&msg));
-        assert!(!incoming.may_renew());
+        held.took(ALLOWANCE - 86, frames, Some(&msg));
+        assert!(!held.may_renew());
+    }
+
+    #[test]
+    fn the_output_buffer_is_charged_once_out_until_the_context_is_renewed() {
+        let budget = Budget::new(1 << 24);
+        let mut held = Held::new(&budget, 1024);
+        held.wrote(1 << 20);
+        assert_eq!(
+            budget.held(),
+            0,
+            "while it waits, the sender's queue counts it"
+        );
+        assert!(!held.may_renew(), "not out yet");
+        held.flushed();
+        assert_eq!(
+            budget.held(),
+            (1 << 20) - ALLOWANCE,
+            "out: the capacity stays"
+        );
+        assert!(held.may_renew());
+        held.renewed();
+        assert_eq!(budget.held(), 0);
+        // Small messages grow nothing worth giving back.
+        held.wrote(1000);
+        held.wrote(1000);
+        held.flushed();
+        assert!(!held.may_renew());
+        assert_eq!(budget.held(), 0);
     }
 }
