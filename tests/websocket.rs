@@ -340,6 +340,25 @@ fn a_large_frame_is_charged_until_its_buffer_is_given_back(engine: Engine) {
     assert_eq!(srv.stats().memory_held, 0);
 }
 
+/// A large message goes out in frames of 256 KiB (the first with the message's opcode, the
+/// rest continuations, the last with FIN), which a client joins up: tungstenite's output buffer
+/// holds a frame, not the message.
+fn a_large_message_goes_out_in_frames(engine: Engine) {
+    use support::ws_raw;
+    const SIZE: usize = 1 << 20;
+    let srv = start(engine, ws_raw::lengths);
+    let mut s = ws_raw::open(srv.addr, "/");
+    ws_raw::send_text(&mut s, &(SIZE + 1).to_string());
+    assert_eq!(ws_raw::skip(&mut s), (ws_raw::BINARY, 5, SIZE as u64 + 1));
+    // A message that fits a frame goes in one.
+    ws_raw::send_text(&mut s, "1000");
+    assert_eq!(ws_raw::skip(&mut s), (ws_raw::BINARY, 1, 1000));
+    // tungstenite's client joins the frames up.
+    let mut ws = client(srv.addr, "/");
+    ws.send(Message::text(SIZE.to_string())).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::binary(vec![0u8; SIZE]));
+}
+
 /// The same while the server's close waits for the peer's: fragments sent after the server's
 /// close frame (here its idle timeout's 1001) are held to the budget too, and the connection
 /// ends instead of gathering them for the close timeout.
@@ -1003,6 +1022,7 @@ fn idle_ping_and_timeout(engine: Engine) {
 
 engine_tests!(
     a_large_frame_is_charged_until_its_buffer_is_given_back,
+    a_large_message_goes_out_in_frames,
     a_closing_websocket_is_held_to_the_memory_budget,
     an_unfinished_message_is_held_to_the_memory_budget,
     extreme_settings_are_served,

@@ -13,6 +13,7 @@ use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
 use super::calls::{Call, Calls, HandlerIs, Left};
+use super::fragments::Fragments;
 use super::held::Held;
 use super::io::WsIo;
 use super::sender::Out;
@@ -80,6 +81,8 @@ pub(crate) struct WsConn {
     sender: WsSender,
     cfg: WsConfig,
     outbox: VecDeque<Out>,
+    /// A large message going out a frame at a time: what is left of it.
+    sending: Option<Fragments>,
     calls: Vec<Call>,
     /// Where the calls due go if the connection ends while its handler is away.
     left: Left,
@@ -122,6 +125,7 @@ impl WsConn {
             sender,
             cfg,
             outbox: VecDeque::new(),
+            sending: None,
             calls: vec![Call::Open],
             left: Left::default(),
             life: Life::Open,
@@ -161,32 +165,19 @@ impl WsConn {
                 self.end();
                 continue;
             }
-            while let Some(out) = self.outbox.pop_front() {
-                if self.life != Life::Open {
-                    // Anything queued behind a close frame is not sent.
-                    self.outbox.clear();
-                    break;
-                }
-                let sent = match out {
-                    Out::Msg(m) => {
-                        self.held.wrote(m.len());
-                        self.ctx.write(io, m)
-                    }
-                    Out::Close(frame) => {
-                        self.start_close(io, frame, now);
-                        Ok(())
-                    }
-                };
-                if let Err(e) = sent {
-                    if !would_block(&e) {
-                        self.ended_by(e, io);
-                    }
-                }
-            }
+            self.write_out(io, now);
             if self.life == Life::Ended {
                 continue;
             }
             match self.ctx.flush(io) {
+                // A frame of a large message is out: its next one (only now: while output
+                // waits, tungstenite holds the frame before, and no more).
+                Ok(()) if self.sending.is_some() || !self.outbox.is_empty() => {
+                    self.sent = Meter::new(self.rate);
+                    self.held.flushed();
+                    self.next_frame(io);
+                    continue;
+                }
                 // Everything is out: the next backlog is measured afresh, and what was sent no
                 // longer counts against the send queue's limit.
                 Ok(()) => {
@@ -261,6 +252,59 @@ impl WsConn {
                     }
                 }
                 Err(e) => self.ended_by(e, io),
+            }
+        }
+    }
+
+    /// Hands tungstenite the messages taken from the queue, up to a large one's first frame
+    /// (its next ones go once each is out: [`WsConn::next_frame`]).
+    fn write_out(&mut self, io: &mut WsIo<'_>, now: Instant) {
+        if self.life != Life::Open {
+            // Anything queued behind a close frame is not sent.
+            self.sending = None;
+            self.outbox.clear();
+            return;
+        }
+        if self.sending.is_some() {
+            return;
+        }
+        while let Some(out) = self.outbox.pop_front() {
+            if self.life != Life::Open {
+                self.outbox.clear();
+                return;
+            }
+            match out {
+                Out::Msg(m) => {
+                    let (first, rest) = Fragments::split(m);
+                    self.write(io, first);
+                    if rest.is_some() {
+                        self.sending = rest;
+                        return;
+                    }
+                }
+                Out::Close(frame) => self.start_close(io, frame, now),
+            }
+        }
+    }
+
+    /// Everything handed to tungstenite is out: a large message's next frame goes.
+    fn next_frame(&mut self, io: &mut WsIo<'_>) {
+        let Some(fragments) = &mut self.sending else {
+            return;
+        };
+        let frame = fragments.next_frame();
+        if fragments.done() {
+            self.sending = None;
+        }
+        self.write(io, frame);
+    }
+
+    /// Hands tungstenite a message (or frame) to send.
+    fn write(&mut self, io: &mut WsIo<'_>, m: Message) {
+        self.held.wrote(m.len());
+        if let Err(e) = self.ctx.write(io, m) {
+            if !would_block(&e) {
+                self.ended_by(e, io);
             }
         }
     }
@@ -1034,7 +1078,7 @@ mod tests {
     /// Two large messages back to back, echoed: while the second arrives into the input buffer
     /// the first one grew, the two are counted once (the buffer as large as the first, the
     /// second's bytes in it), not the one on top of the other; beside it, the output buffer
-    /// the first echo grew (out, but not given back while input comes).
+    /// the first echo grew to a frame (out, but not given back while input comes).
     #[test]
     fn back_to_back_large_messages_are_not_charged_twice() {
         const MIB: usize = 1 << 20;
@@ -1048,12 +1092,49 @@ mod tests {
         pipe.input.extend(&b[..b.len() / 2]);
         drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
         let held = budget.held();
+        // The echo went out a frame at a time: the output buffer holds a frame.
+        let frame = super::super::fragments::OUT_FRAME;
         assert!(
-            (2 * a.len() - 3 * ALLOWANCE - 4096..=2 * a.len()).contains(&held),
+            (a.len() + frame - 3 * ALLOWANCE - 4096..=a.len() + frame).contains(&held),
             "{held} bytes held with the first message in and echoed, and half the second in"
         );
         pipe.input.extend(&b[b.len() / 2..]);
         drive(&mut *s, &mut pipe, &mut buf, Callbacks::Inline);
         assert_eq!(budget.held(), 0, "both out, and the buffer given back");
+    }
+
+    /// To a peer that takes less than a frame per turn, a large message goes a frame at a
+    /// time: tungstenite is handed the next frame only once the one before is out, so what it
+    /// holds stays at a frame however many turns the message takes.
+    #[test]
+    fn a_slow_peer_is_handed_a_large_message_a_frame_at_a_time() {
+        use super::super::fragments::OUT_FRAME;
+        let (wakes, budget) = (Arc::new(Wakes::default()), Budget::new(1 << 26));
+        let sender = WsSender::new(waker(&wakes), 1 << 24, None, &budget);
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut conn = WsConn::new(
+            Box::new(Echo(calls)),
+            WsConfig::default(),
+            sender.clone(),
+            Instant::now(),
+            None,
+        );
+        let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
+        sender.send(vec![7u8; 4 * OUT_FRAME]).expect("queued");
+        let mut turns = 0;
+        while pipe.output.len() < 4 * OUT_FRAME {
+            pipe.room = OUT_FRAME / 3;
+            pipe.io(&mut buf, |io| {
+                conn.drive(io, Instant::now(), Callbacks::Inline)
+            });
+            assert!(
+                conn.held.out_pending() <= OUT_FRAME + 16,
+                "turn {turns}: {} bytes handed to tungstenite and not out",
+                conn.held.out_pending()
+            );
+            turns += 1;
+            assert!(turns < 100, "the message goes out");
+        }
+        assert!(turns >= 12, "{turns} turns");
     }
 }

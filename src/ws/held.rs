@@ -20,8 +20,8 @@
 //! charged nor renewed for. Only the message's charge decides whether input is refused
 //! ([`Held::is_charged`]): the buffer's is what was, not what is coming.
 //!
-//! Its output buffer grows to the bytes written to it between two flushes (a large message
-//! whole) and keeps that capacity too: while output waits, the sender's queue counts those
+//! Its output buffer grows to the bytes written to it between two flushes (a frame of a large
+//! message, see `fragments.rs`, or the messages taken at a time) and keeps that capacity too: while output waits, the sender's queue counts those
 //! bytes; once everything is out, the capacity is charged here if it is larger than a working
 //! buffer, and given back by the same renewal.
 //!
@@ -101,6 +101,12 @@ impl Held {
     pub(super) fn wrote(&mut self, n: usize) {
         self.out_pending = self.out_pending.saturating_add(n);
         self.out_largest = self.out_largest.max(self.out_pending);
+    }
+
+    /// Bytes written to tungstenite since everything was last out.
+    #[cfg(test)]
+    pub(super) fn out_pending(&self) -> usize {
+        self.out_pending
     }
 
     /// Everything written to tungstenite is out.

@@ -41,6 +41,7 @@
 
 mod calls;
 mod conn;
+mod fragments;
 mod frames;
 pub(crate) mod handshake;
 mod held;

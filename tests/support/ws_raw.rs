@@ -48,32 +48,42 @@ pub fn send_text(s: &mut TcpStream, text: &str) {
     s.write_all(text.as_bytes()).expect("payload");
 }
 
-/// Reads one unmasked frame of any length, its payload read into a fixed block and dropped:
-/// its first byte and its payload's length.
-pub fn skip(s: &mut TcpStream) -> (u8, u64) {
-    let mut head = [0u8; 2];
-    s.read_exact(&mut head).expect("frame header");
-    let len = match head[1] & 0x7f {
-        126 => {
-            let mut ext = [0u8; 2];
-            s.read_exact(&mut ext).expect("length");
-            u64::from(u16::from_be_bytes(ext))
+/// Reads one unmasked message of any length, in one frame or several (the server sends a large
+/// one in frames), its payload read into a fixed block and dropped: its first frame's first
+/// byte with FIN set (as a message of one frame would have it), its frames, and its length.
+pub fn skip(s: &mut TcpStream) -> (u8, usize, u64) {
+    let mut first = None;
+    let (mut frames, mut total) = (0, 0u64);
+    loop {
+        let mut head = [0u8; 2];
+        s.read_exact(&mut head).expect("frame header");
+        let len = match head[1] & 0x7f {
+            126 => {
+                let mut ext = [0u8; 2];
+                s.read_exact(&mut ext).expect("length");
+                u64::from(u16::from_be_bytes(ext))
+            }
+            127 => {
+                let mut ext = [0u8; 8];
+                s.read_exact(&mut ext).expect("length");
+                u64::from_be_bytes(ext)
+            }
+            short => u64::from(short),
+        };
+        let mut block = [0u8; 16 * 1024];
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(block.len() as u64) as usize;
+            s.read_exact(&mut block[..n]).expect("payload");
+            left -= n as u64;
         }
-        127 => {
-            let mut ext = [0u8; 8];
-            s.read_exact(&mut ext).expect("length");
-            u64::from_be_bytes(ext)
+        first.get_or_insert(head[0] | 0x80);
+        frames += 1;
+        total += len;
+        if head[0] & 0x80 != 0 {
+            return (first.unwrap_or(0), frames, total);
         }
-        short => u64::from(short),
-    };
-    let mut block = [0u8; 16 * 1024];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(block.len() as u64) as usize;
-        s.read_exact(&mut block[..n]).expect("payload");
-        left -= n as u64;
     }
-    (head[0], len)
 }
 
 /// A connection whose opening handshake on `path` has completed.
