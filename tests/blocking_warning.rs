@@ -1,7 +1,7 @@
 //! A handler that blocks its event loop is warned of: with inline dispatch, a call that holds
 //! the loop past the threshold (100 ms by default) logs one warning naming its method and path
 //! and is counted in `Stats::blocking_handlers`, and so is a streamed body whose next piece
-//! waits and a WebSocket callback that sleeps; a fast handler is not, and neither the server engine nor pool dispatch warns (their
+//! waits, a WebSocket callback that sleeps and an `on_close` that does; a fast handler is not, and neither the server engine nor pool dispatch warns (their
 //! handlers and bodies hold no loop).
 mod support;
 use std::time::Duration;
@@ -85,22 +85,38 @@ fn a_blocking_inline_handler_is_warned_of_once_and_counted() {
 }
 
 /// A WebSocket's callback that sleeps holds an inline loop too: its turn is warned of and
-/// counted; a quick one is not.
+/// counted, a quick one is not; and so is an `on_close` that sleeps, run as its connection goes
+/// (the peer left without a close frame).
 fn a_blocking_websocket_callback_is_warned_of_and_counted() {
     use support::ws_raw::{self, BINARY, TEXT};
-    use twinhttp::ws::{RequestExt, WsMessage, WsSender};
+    use twinhttp::ws::{CloseFrame, RequestExt, WsHandler, WsMessage, WsSender};
+    struct Slow;
+    impl WsHandler for Slow {
+        fn on_message(&mut self, ws: &WsSender, msg: WsMessage) {
+            // A message of 200 bytes sleeps 200 ms; others answer at once.
+            if msg.len() == 200 {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = ws.send(msg.len().to_string());
+        }
+        fn on_close(&mut self, _frame: Option<CloseFrame>) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
     let srv = start(Engine::ReactorInline, |req: &mut Request<'_>| {
         match req.upgrade_websocket() {
-            Ok(u) => u.accept(|ws: &WsSender, msg: WsMessage| {
-                // A message of 200 bytes sleeps 200 ms; others answer at once.
-                if msg.len() == 200 {
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                let _ = ws.send(msg.len().to_string());
-            }),
+            Ok(u) => u.accept(Slow),
             Err(refusal) => refusal,
         }
     });
+    // Counted when the turn that ran it ends, which may be after its answer went out.
+    let counted = |n: u64| {
+        let limit = std::time::Instant::now() + Duration::from_secs(5);
+        while srv.stats().blocking_handlers < n && std::time::Instant::now() < limit {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        srv.stats().blocking_handlers
+    };
     let mut ws = ws_raw::open(srv.addr, "/");
     ws_raw::send(&mut ws, BINARY, 10);
     assert_eq!(ws_raw::read(&mut ws), (TEXT, "10".to_string()));
@@ -108,13 +124,13 @@ fn a_blocking_websocket_callback_is_warned_of_and_counted() {
     let before = warnings().len();
     ws_raw::send(&mut ws, BINARY, 200);
     assert_eq!(ws_raw::read(&mut ws), (TEXT, "200".to_string()));
-    // Counted when the turn that ran it ends, which may be after its answer went out.
-    let limit = std::time::Instant::now() + Duration::from_secs(5);
-    while srv.stats().blocking_handlers == 0 && std::time::Instant::now() < limit {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert_eq!(srv.stats().blocking_handlers, 1);
+    assert_eq!(counted(1), 1);
     let new = held_warnings(before);
     assert_eq!(new.len(), 1, "{new:?}");
     assert!(new[0].contains("WebSocket"), "{}", new[0]);
+    // The peer goes: `on_close` runs on the loop as it closes the connection (counted; its
+    // warning within 10 s of the first is not logged again).
+    drop(ws);
+    assert_eq!(counted(2), 2, "on_close");
+    assert_eq!(held_warnings(before).len(), 1, "rate-limited");
 }

@@ -8,8 +8,8 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::Config;
-use super::blocking::Blocking;
-use super::connection::{Connection, Cx, Next, Wakes};
+use super::blocking::{Blocking, later};
+use super::connection::{Connection, Cx, Next, Rearm, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
 use crate::Handler;
@@ -261,8 +261,8 @@ impl<H: Handler> EventLoop<H> {
         };
         let next = conn.drive(&mut cx);
         let ended = cx.now;
-        self.apply(key, next, readable);
-        ended
+        let closing = self.apply(key, next, readable);
+        later(ended, closing)
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
@@ -326,12 +326,13 @@ impl<H: Handler> EventLoop<H> {
     }
 
     /// Carries out what a connection's step decided: wait with a deadline, run again, close.
-    fn apply(&mut self, key: usize, next: Next, readable: bool) {
+    /// Returns how long a close held the loop with a session's last callbacks run inline.
+    fn apply(&mut self, key: usize, next: Next, readable: bool) -> Duration {
         if let Some(conn) = self.conns.get_mut(key) {
             conn.settle();
         }
         match next {
-            Next::Close => self.close(key),
+            Next::Close => return self.close(key),
             Next::Again => {
                 if let Some(conn) = self.conns.get_mut(key) {
                     if !std::mem::replace(&mut conn.queued, true) {
@@ -341,7 +342,7 @@ impl<H: Handler> EventLoop<H> {
             }
             Next::Detach => {
                 let Some(mut conn) = self.conns.try_remove(key) else {
-                    return;
+                    return Duration::ZERO;
                 };
                 self.timers.remove(key, &mut conn.due);
                 if let Some(d) = conn.into_detached() {
@@ -354,52 +355,39 @@ impl<H: Handler> EventLoop<H> {
                 deadline,
             } => {
                 let Some(conn) = self.conns.get_mut(key) else {
-                    return;
+                    return Duration::ZERO;
                 };
                 self.timers.set(key, &mut conn.due, deadline);
-                // Interest follows what the connection waits for, but reading is dropped
-                // lazily: only when readable events keep coming while it does not read (a
-                // request on the pool, a response streaming out, output backed up), which
-                // would otherwise be reported at every wait. Dropping it at once would cost
-                // two `epoll_ctl` per pooled request.
-                let mut armed = conn.armed;
-                armed.write = write;
-                if read {
-                    armed.read = true;
-                    conn.stray = false;
-                } else if readable {
-                    if !conn.armed.read {
-                        // Nothing asked for, yet reported: a hang-up or an error, reported
-                        // at every wait. The peer is gone.
-                        self.close(key);
-                        return;
+                match conn.interest.follow(key, read, write, readable) {
+                    Rearm::Keep => {}
+                    Rearm::To(event) => {
+                        if conn.socket().set_level(event).is_err() {
+                            return self.close(key);
+                        }
                     }
-                    if conn.stray {
-                        armed.read = false;
-                    }
-                    conn.stray = true;
-                }
-                if armed != conn.armed {
-                    if conn
-                        .socket()
-                        .set_level(interest(key, armed.read, armed.write))
-                        .is_err()
-                    {
-                        self.close(key);
-                        return;
-                    }
-                    conn.armed = armed;
+                    Rearm::PeerGone => return self.close(key),
                 }
             }
         }
+        Duration::ZERO
     }
 
-    fn close(&mut self, key: usize) {
-        if let Some(mut conn) = self.conns.try_remove(key) {
-            self.timers.remove(key, &mut conn.due);
-            conn.finish(self.pool.as_ref(), &mut self.pools);
-            conn.release_all(&mut self.pools);
-        }
+    /// Closes a connection; returns how long its session's last callbacks, run inline, held
+    /// the loop.
+    fn close(&mut self, key: usize) -> Duration {
+        let Some(mut conn) = self.conns.try_remove(key) else {
+            return Duration::ZERO;
+        };
+        self.timers.remove(key, &mut conn.due);
+        let counters = &self.control.counters;
+        let held = conn.finish(
+            self.pool.as_ref(),
+            &mut self.pools,
+            &mut self.blocking,
+            counters,
+        );
+        conn.release_all(&mut self.pools);
+        held
     }
 
     fn expire(&mut self, now: Instant) {
@@ -490,15 +478,5 @@ impl<H: Handler> EventLoop<H> {
         for key in keys {
             now = self.ready(key, now, false);
         }
-    }
-}
-
-/// The one place interest is computed for a registration.
-fn interest(key: usize, read: bool, write: bool) -> Event {
-    match (read, write) {
-        (true, true) => Event::all(key),
-        (false, true) => Event::writable(key),
-        (true, false) => Event::readable(key),
-        (false, false) => Event::none(key),
     }
 }

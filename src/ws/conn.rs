@@ -16,6 +16,7 @@ use super::calls::{Call, Calls, HandlerIs, Left};
 use super::fragments::Fragments;
 use super::held::Held;
 use super::io::WsIo;
+use super::quiet::Quiet;
 use super::sender::Out;
 use super::{WsConfig, WsHandler, WsMessage, WsSender};
 use crate::deadline;
@@ -87,9 +88,8 @@ pub(crate) struct WsConn {
     /// Where the calls due go if the connection ends while its handler is away.
     left: Left,
     life: Life,
-    /// Last time a message (or control frame) arrived.
-    last_rx: Instant,
-    pinged: bool,
+    /// Since when the peer has sent nothing.
+    quiet: Quiet,
     on_close: OnClose,
     /// The minimum rate of output while the peer does not take it all.
     rate: Option<MinRate>,
@@ -129,8 +129,7 @@ impl WsConn {
             calls: vec![Call::Open],
             left: Left::default(),
             life: Life::Open,
-            last_rx: now,
-            pinged: false,
+            quiet: Quiet::Since(now),
             on_close: OnClose::Due(None),
             rate,
             sent: Meter::new(rate),
@@ -230,8 +229,7 @@ impl WsConn {
                 Err(e) if would_block(&e) && io.sliced() => budget -= 1,
                 Ok(msg) => {
                     budget -= 1;
-                    self.last_rx = now;
-                    self.pinged = false;
+                    self.quiet = Quiet::Since(now);
                     match msg {
                         Message::Text(t) => self.calls.push(Call::Message(WsMessage::Text(t))),
                         Message::Binary(b) => self.calls.push(Call::Message(WsMessage::Binary(b))),
@@ -344,14 +342,14 @@ impl WsConn {
         match self.life {
             Life::Closing(Some(until)) if now >= until => self.end(),
             Life::Open => {
-                let idle = now.duration_since(self.last_rx);
+                let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
                 // Input held back near the budget is not the peer's idleness.
                 let held_back = self.paused_since.is_some();
-                if self.cfg.idle_timeout.is_some_and(|t| idle >= t) && !held_back {
+                if passed(self.quiet.idle_at(self.cfg.idle_timeout)) && !held_back {
                     let frame = close_frame(CloseCode::Away, "idle timeout");
                     self.start_close(io, Some(frame), now);
-                } else if self.cfg.ping_interval.is_some_and(|t| idle >= t) && !self.pinged {
-                    self.pinged = true;
+                } else if passed(self.quiet.ping_at(self.cfg.ping_interval)) {
+                    self.quiet = self.quiet.pinged();
                     let _ = self.ctx.write(io, Message::Ping(Bytes::new()));
                 }
             }
@@ -436,15 +434,8 @@ impl WsConn {
             (Life::Closing(until), _) => *until,
             (_, Some(stalled)) => stalled,
             _ => {
-                let ping = self
-                    .cfg
-                    .ping_interval
-                    .filter(|_| !self.pinged)
-                    .and_then(|t| deadline::after(self.last_rx, t));
-                let idle = self
-                    .cfg
-                    .idle_timeout
-                    .and_then(|t| deadline::after(self.last_rx, t));
+                let ping = self.quiet.ping_at(self.cfg.ping_interval);
+                let idle = self.quiet.idle_at(self.cfg.idle_timeout);
                 ping.into_iter().chain(idle).min()
             }
         };

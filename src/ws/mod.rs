@@ -46,6 +46,7 @@ mod frames;
 pub(crate) mod handshake;
 mod held;
 mod io;
+mod quiet;
 mod sender;
 mod upgrade;
 

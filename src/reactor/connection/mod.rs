@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod http;
+mod interest;
 mod session;
+
+pub(crate) use interest::{Interest, Rearm};
 
 pub(crate) use session::Wakes;
 
@@ -88,21 +91,12 @@ pub(crate) struct Connection {
     /// Its deadline, and its entry in the loop's timers.
     pub(crate) due: Due,
     /// What its level-triggered registration is armed for.
-    pub(crate) armed: Armed,
-    /// A readable event came while it did not read: at the next, reading is disarmed.
-    pub(crate) stray: bool,
+    pub(crate) interest: Interest,
     /// In its loop's queue of connections run again after their turn's budget: queued once,
     /// though an event (a level-triggered registration still armed for writing) may give it a
     /// turn meanwhile that yields again.
     pub(crate) queued: bool,
     _open: OpenGuard,
-}
-
-/// The directions a registration reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Armed {
-    pub(crate) read: bool,
-    pub(crate) write: bool,
 }
 
 impl Connection {
@@ -119,11 +113,7 @@ impl Connection {
             peer,
             due: Due::default(),
             phase: Phase::Http(driver),
-            armed: Armed {
-                read: true,
-                write: false,
-            },
-            stray: false,
+            interest: Interest::new(),
             queued: false,
             _open: open,
         }

@@ -3,6 +3,7 @@
 //! leaving the loop for a thread.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -10,9 +11,10 @@ use crate::engine::OpenGuard;
 use crate::http::pools::Pools;
 use crate::http::session::{self, Callbacks, Reads, Wake, Work};
 use crate::net::transport::Stream;
-use crate::reactor::blocking::later;
+use crate::reactor::blocking::{Blocking, later};
 use crate::reactor::inbox::Inbox;
 use crate::reactor::pool::{Job, PoolSender};
+use crate::stats::Counters;
 use crate::upgraded::Upgraded;
 
 /// A connection leaving the loop after a generic upgrade.
@@ -132,15 +134,30 @@ impl Connection {
     }
 
     /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
-    /// due (run here, or sent to the pool).
-    pub(crate) fn finish(&mut self, pool: Option<&PoolSender>, pools: &mut Pools) {
-        if let Phase::Session(driver) = &mut self.phase {
-            let callbacks = match pool {
-                Some(_) => Callbacks::Pool,
-                None => Callbacks::Inline,
-            };
-            if let (Some(work), Some(pool)) = (driver.finish(callbacks, pools), pool) {
-                pool.send(Job::Last(work));
+    /// due (sent to the pool, or run here: timed as a handler call, for the blocking warning).
+    /// Returns how long they held the loop.
+    pub(crate) fn finish(
+        &mut self,
+        pool: Option<&PoolSender>,
+        pools: &mut Pools,
+        blocking: &mut Blocking,
+        counters: &Counters,
+    ) -> Duration {
+        let Phase::Session(driver) = &mut self.phase else {
+            return Duration::ZERO;
+        };
+        match pool {
+            Some(pool) => {
+                if let Some(work) = driver.finish(Callbacks::Pool, pools) {
+                    pool.send(Job::Last(work));
+                }
+                Duration::ZERO
+            }
+            None => {
+                let started = blocking.start();
+                // Inline, the callbacks ran: nothing comes back.
+                let _ = driver.finish(Callbacks::Inline, pools);
+                blocking.session_ran(started, counters)
             }
         }
     }
