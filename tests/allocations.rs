@@ -4,36 +4,12 @@
 //! is the server's. The only test in this binary, so nothing else allocates meanwhile. A
 //! layer that does nothing, around a router with state, adds none on the event-driven path.
 mod support;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use support::counting::{self, Counting};
 use support::{Config, Engine, start_with};
 use twinhttp::layer::{HandlerExt, layer_fn};
 use twinhttp::{Request, Response};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call forwards to the system allocator unchanged; the counter is an atomic.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -81,11 +57,11 @@ fn per_request(engine: Engine, handler: impl twinhttp::Handler) -> f64 {
         exchange(&mut s, &mut buf, len); // warm-up: pools, caches, the Date of this second
     }
     const N: u64 = 20_000;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     for _ in 0..N {
         exchange(&mut s, &mut buf, len);
     }
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = counting::allocations();
     (after - before) as f64 / N as f64
 }
 

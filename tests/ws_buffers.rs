@@ -6,46 +6,11 @@
 //! from a static block and allocates almost nothing, so what grows is the server's. The only
 //! test in this binary, so nothing else allocates meanwhile.
 mod support;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicI64, Ordering};
 
+use support::counting::{self, Counting};
 use support::ws_raw::{self, BINARY, TEXT};
 use support::{Config, Engine, start_with};
-
-struct Counting;
-
-/// Bytes allocated and not yet freed.
-static LIVE: AtomicI64 = AtomicI64::new(0);
-
-fn grew(by: usize) {
-    LIVE.fetch_add(i64::try_from(by).unwrap_or(i64::MAX), Ordering::Relaxed);
-}
-
-fn shrank(by: usize) {
-    LIVE.fetch_sub(i64::try_from(by).unwrap_or(i64::MAX), Ordering::Relaxed);
-}
-
-// SAFETY: every call forwards to the system allocator unchanged; the counter is an atomic.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        shrank(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grew(new_size);
-        shrank(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -81,7 +46,7 @@ fn kept_after(engine: Engine, exchange: fn(&mut TcpStream, usize)) -> i64 {
     // One connection first, so pools and lazily made state exist before counting.
     let mut warm = ws_raw::open(srv.addr, "/");
     exchange(&mut warm, 100);
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting::live_bytes();
     let mut idle = Vec::with_capacity(CONNECTIONS);
     for _ in 0..CONNECTIONS {
         let mut s = ws_raw::open(srv.addr, "/");
@@ -90,7 +55,7 @@ fn kept_after(engine: Engine, exchange: fn(&mut TcpStream, usize)) -> i64 {
         ws_raw::ping_pong(&mut s);
         idle.push(s);
     }
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = counting::live_bytes();
     assert_eq!(srv.stats().memory_held, 0, "nothing charged once idle");
     drop(idle);
     after - before

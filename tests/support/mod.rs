@@ -11,6 +11,7 @@ use std::time::Duration;
 use twinhttp::ws::RequestExt;
 use twinhttp::{Body, Handler, Limits, MinRate, Request, Response};
 
+pub mod counting;
 pub mod logs;
 #[cfg(feature = "tls")]
 pub mod tls;
