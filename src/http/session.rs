@@ -148,7 +148,9 @@ pub(crate) trait Session: Send {
     /// after what is queued). Called before each turn while the server shuts down.
     fn shutdown(&mut self, io: &mut Io<'_>, now: Instant);
     /// The connection is going away. Returns the last callbacks (a WebSocket's `on_close`) for
-    /// the pool; with [`Callbacks::Inline`] they ran here.
+    /// the pool; with [`Callbacks::Inline`] they ran here. Once they are out, nothing more is
+    /// due: a second call (an engine that finished the session in the turn that ended it, then
+    /// closes the connection) returns nothing.
     fn finish(&mut self, callbacks: Callbacks) -> Option<Box<dyn Work>>;
     /// The callbacks due, for a pool worker (`None` while they are away, or for a session
     /// without callbacks).

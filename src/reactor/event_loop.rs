@@ -8,7 +8,7 @@ use polling::{Event, Events, Poller};
 use slab::Slab;
 
 use super::Config;
-use super::blocking::{Blocking, later};
+use super::blocking::Blocking;
 use super::connection::{Connection, Cx, Next, Rearm, Wakes};
 use super::inbox::Inbox;
 use super::pool::{Done, Job, PoolSender};
@@ -261,8 +261,8 @@ impl<H: Handler> EventLoop<H> {
         };
         let next = conn.drive(&mut cx);
         let ended = cx.now;
-        let closing = self.apply(key, next, readable);
-        later(ended, closing)
+        self.apply(key, next, readable);
+        ended
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
@@ -326,13 +326,12 @@ impl<H: Handler> EventLoop<H> {
     }
 
     /// Carries out what a connection's step decided: wait with a deadline, run again, close.
-    /// Returns how long a close held the loop with a session's last callbacks run inline.
-    fn apply(&mut self, key: usize, next: Next, readable: bool) -> Duration {
+    fn apply(&mut self, key: usize, next: Next, readable: bool) {
         if let Some(conn) = self.conns.get_mut(key) {
             conn.settle();
         }
         match next {
-            Next::Close => return self.close(key),
+            Next::Close => self.close(key),
             Next::Again => {
                 if let Some(conn) = self.conns.get_mut(key) {
                     if !std::mem::replace(&mut conn.queued, true) {
@@ -342,7 +341,7 @@ impl<H: Handler> EventLoop<H> {
             }
             Next::Detach => {
                 let Some(mut conn) = self.conns.try_remove(key) else {
-                    return Duration::ZERO;
+                    return;
                 };
                 self.timers.remove(key, &mut conn.due);
                 if let Some(d) = conn.into_detached() {
@@ -355,39 +354,34 @@ impl<H: Handler> EventLoop<H> {
                 deadline,
             } => {
                 let Some(conn) = self.conns.get_mut(key) else {
-                    return Duration::ZERO;
+                    return;
                 };
                 self.timers.set(key, &mut conn.due, deadline);
                 match conn.interest.follow(key, read, write, readable) {
                     Rearm::Keep => {}
                     Rearm::To(event) => {
                         if conn.socket().set_level(event).is_err() {
-                            return self.close(key);
+                            self.close(key);
                         }
                     }
-                    Rearm::PeerGone => return self.close(key),
+                    Rearm::PeerGone => self.close(key),
                 }
             }
         }
-        Duration::ZERO
     }
 
-    /// Closes a connection; returns how long its session's last callbacks, run inline, held
-    /// the loop.
-    fn close(&mut self, key: usize) -> Duration {
-        let Some(mut conn) = self.conns.try_remove(key) else {
-            return Duration::ZERO;
-        };
-        self.timers.remove(key, &mut conn.due);
-        let counters = &self.control.counters;
-        let held = conn.finish(
-            self.pool.as_ref(),
-            &mut self.pools,
-            &mut self.blocking,
-            counters,
-        );
-        conn.release_all(&mut self.pools);
-        held
+    fn close(&mut self, key: usize) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            self.timers.remove(key, &mut conn.due);
+            let counters = &self.control.counters;
+            conn.finish(
+                self.pool.as_ref(),
+                &mut self.pools,
+                &mut self.blocking,
+                counters,
+            );
+            conn.release_all(&mut self.pools);
+        }
     }
 
     fn expire(&mut self, now: Instant) {

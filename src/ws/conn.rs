@@ -653,6 +653,10 @@ mod tests {
             log(&calls),
             ["open", "message one", "message two", "close Some(1000)"]
         );
+        // Finished again (the reactor finishes a session in the turn that ended it, then as
+        // it closes the connection): nothing more runs.
+        assert!(s.finish(Callbacks::Inline).is_none());
+        assert_eq!(log(&calls).len(), 4);
     }
 
     #[test]

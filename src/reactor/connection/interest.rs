@@ -50,7 +50,12 @@ impl Interest {
 
     /// The interest for what the step waits for (`read`, `write`), after a wake-up that did
     /// or did not report the connection `readable`.
+    #[inline]
     pub(crate) fn follow(&mut self, key: usize, read: bool, write: bool, readable: bool) -> Rearm {
+        // The usual step: it reads on, armed as before.
+        if read && self.reading == Reading::Armed && write == self.write {
+            return Rearm::Keep;
+        }
         let reading = match (read, readable, self.reading) {
             (true, _, _) => Reading::Armed,
             (false, false, now) => now,

@@ -3,7 +3,6 @@
 //! leaving the loop for a thread.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
@@ -73,6 +72,10 @@ impl Connection {
             cx.closing,
             callbacks,
         );
+        if matches!(next, session::Next::Close) && callbacks == Callbacks::Inline {
+            // Its last callbacks (`on_close`) run in the turn that ended it, timed with it.
+            let _ = driver.finish(Callbacks::Inline, cx.pools);
+        }
         if let Some(started) = started {
             cx.now = later(cx.now, cx.blocking.session_ran(started, cx.counters));
         }
@@ -134,30 +137,31 @@ impl Connection {
     }
 
     /// The connection is closing: a session's last callbacks (a WebSocket's `on_close`) are
-    /// due (sent to the pool, or run here: timed as a handler call, for the blocking warning).
-    /// Returns how long they held the loop.
+    /// due, unless the turn that ended it ran them: sent to the pool, or run here, timed as a
+    /// handler call for the blocking warning. (The loop's clock does not move on by these: a
+    /// connection the loop closes, not its own turn, for an error of its socket or its
+    /// registration, or at its deadline.)
     pub(crate) fn finish(
         &mut self,
         pool: Option<&PoolSender>,
         pools: &mut Pools,
         blocking: &mut Blocking,
         counters: &Counters,
-    ) -> Duration {
+    ) {
         let Phase::Session(driver) = &mut self.phase else {
-            return Duration::ZERO;
+            return;
         };
         match pool {
             Some(pool) => {
                 if let Some(work) = driver.finish(Callbacks::Pool, pools) {
                     pool.send(Job::Last(work));
                 }
-                Duration::ZERO
             }
             None => {
                 let started = blocking.start();
                 // Inline, the callbacks ran: nothing comes back.
                 let _ = driver.finish(Callbacks::Inline, pools);
-                blocking.session_ran(started, counters)
+                blocking.session_ran(started, counters);
             }
         }
     }
