@@ -1,6 +1,6 @@
 //! Entry points into the sans-I/O core for the criterion benches. Not a stable API.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::handler::answer;
 use crate::http::access::Logging;
@@ -82,15 +82,13 @@ pub struct Pipeline {
 
 impl Default for Pipeline {
     fn default() -> Self {
-        let rules = Rules {
-            limits: Limits::default(),
-            header_read: Duration::from_secs(10),
-            idle: Duration::from_secs(60),
-            body_rate: None,
-            response_rate: None,
-            streams: None,
-            relay: Default::default(),
-        };
+        // The engines' defaults, without the minimum rates (a script's clock does not move).
+        let rules = crate::settings::Settings {
+            min_request_body_rate: None,
+            min_response_rate: None,
+            ..Default::default()
+        }
+        .rules();
         Pipeline {
             driver: Driver::new(Logging::Off, None, Instant::now(), &rules),
             io: Scripted::default(),

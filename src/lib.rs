@@ -129,6 +129,7 @@ mod rate;
 pub mod reactor;
 mod router;
 mod serve_dir;
+mod settings;
 pub mod sse;
 pub mod stats;
 pub mod testing;

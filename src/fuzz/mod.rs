@@ -160,15 +160,12 @@ impl<'a> Run<'a> {
 
     fn new(input: &'a [u8], shape: Shape) -> Self {
         let now = Instant::now();
-        let rules = Rules {
+        // The engines' defaults, with the fuzzer's limits.
+        let rules = crate::settings::Settings {
             limits: limits(),
-            header_read: Duration::from_secs(10),
-            idle: Duration::from_secs(60),
-            body_rate: Some(crate::MinRate::default()),
-            response_rate: Some(crate::MinRate::default()),
-            streams: None,
-            relay: Default::default(),
-        };
+            ..Default::default()
+        }
+        .rules();
         let driver = Driver::new(Logging::Off, None, now, &rules);
         Run {
             input,

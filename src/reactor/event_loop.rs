@@ -132,8 +132,8 @@ impl<H: Handler> EventLoop<H> {
             intake,
             admission: Admission::new(
                 parts.control.clone(),
-                parts.cfg.max_connections,
-                parts.cfg.wrap.clone(),
+                parts.cfg.settings.max_connections,
+                parts.cfg.settings.wrap.clone(),
             ),
             conns: Slab::new(),
             timers: Timers::default(),
@@ -456,7 +456,7 @@ impl<H: Handler> EventLoop<H> {
             return;
         };
         self.next_id += 1;
-        let driver = Driver::new(self.cfg.access_log, Some(&peer), now, &self.rules);
+        let driver = Driver::new(self.cfg.settings.access_log, Some(&peer), now, &self.rules);
         let first = driver.first_deadline();
         let mut conn = Connection::new(socket, self.next_id, peer, driver, open);
         self.timers.set(key, &mut conn.due, first);

@@ -37,10 +37,10 @@ use std::time::Duration;
 
 use crate::engine::Running;
 use crate::http::access::Logging;
-use crate::http::budget::DEFAULT_MEMORY_BUDGET;
 use crate::http::origin::TrustedProxies;
 use crate::net::Port;
-use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED, Wrap};
+use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED};
+use crate::settings::Settings;
 use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
@@ -89,36 +89,17 @@ impl Accept {
 /// Settings shared by a reactor's loops.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    pub(crate) max_connections: usize,
-    pub(crate) header_read_timeout: Duration,
-    pub(crate) idle_timeout: Duration,
-    pub(crate) min_request_body_rate: Option<MinRate>,
-    pub(crate) min_response_rate: Option<MinRate>,
-    pub(crate) limits: Limits,
-    pub(crate) memory_budget: usize,
-    /// A PROXY protocol header or not ([`Builder::proxy_protocol`]); plain, or TLS
-    /// ([`Builder::tls`]).
-    pub(crate) wrap: Wrap,
-    /// Whose forwarded headers are believed ([`Builder::trusted_proxies`]).
-    pub(crate) trusted_proxies: TrustedProxies,
-    pub(crate) access_log: Logging,
+    /// What both engines set alike.
+    pub(crate) settings: Settings,
     /// Inline handler calls that hold a loop longer than this are counted and warned of.
     pub(crate) blocking_warning: Option<Duration>,
 }
 
 impl Config {
-    /// The rules the core's connection driver follows.
+    /// The rules the core's connection driver follows. (An event loop cannot wait on a socket
+    /// for a handler: every body is read whole.)
     pub(crate) fn rules(&self) -> crate::http::driver::Rules {
-        crate::http::driver::Rules {
-            limits: self.limits,
-            header_read: self.header_read_timeout,
-            idle: self.idle_timeout,
-            body_rate: self.min_request_body_rate,
-            response_rate: self.min_response_rate,
-            // An event loop cannot wait on a socket for a handler: every body is read whole.
-            streams: None,
-            relay: self.wrap.relay(&self.trusted_proxies),
-        }
+        self.settings.rules()
     }
 }
 
@@ -175,16 +156,7 @@ impl Default for Builder {
             accept: Accept::DEFAULT,
             port: Port::Own,
             cfg: Config {
-                max_connections: 16_384,
-                header_read_timeout: Duration::from_secs(10),
-                idle_timeout: Duration::from_secs(60),
-                min_request_body_rate: Some(MinRate::default()),
-                min_response_rate: Some(MinRate::default()),
-                limits: Limits::default(),
-                memory_budget: DEFAULT_MEMORY_BUDGET,
-                wrap: Wrap::default(),
-                trusted_proxies: TrustedProxies::new(),
-                access_log: Logging::Off,
+                settings: Settings::default(),
                 blocking_warning: Some(Duration::from_millis(100)),
             },
             stats: HandleSlot::default(),
@@ -218,7 +190,7 @@ impl Builder {
 
     /// Most open connections; beyond it new ones get `503` and are closed. Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
-        self.cfg.max_connections = n.max(1);
+        self.cfg.settings.max_connections = n.max(1);
         self
     }
 
@@ -231,7 +203,8 @@ impl Builder {
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
-        self.cfg.wrap.security = crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
+        self.cfg.settings.wrap.security =
+            crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
         self
     }
 
@@ -243,7 +216,7 @@ impl Builder {
     /// closed before any of its bytes is served. Turn it on only behind a proxy that sends it:
     /// anyone who can connect could otherwise claim any address. Default: off.
     pub fn proxy_protocol(mut self, on: bool) -> Self {
-        self.cfg.wrap.preface = if on {
+        self.cfg.settings.wrap.preface = if on {
             Preface::ProxyProtocol
         } else {
             Preface::None
@@ -258,20 +231,20 @@ impl Builder {
     /// [`Request::scheme`](crate::Request::scheme), the access log). From anyone else they
     /// are ignored. Default: nobody.
     pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.cfg.trusted_proxies = trusted;
+        self.cfg.settings.trusted_proxies = trusted;
         self
     }
 
     /// The whole request head must arrive within this time (from accept, or from the first byte
     /// of a later request); a slower head gets `408` and a close. Default: 10 s.
     pub fn header_read_timeout(mut self, t: Duration) -> Self {
-        self.cfg.header_read_timeout = t;
+        self.cfg.settings.header_read_timeout = t;
         self
     }
 
     /// How long a keep-alive connection may stay idle between requests. Default: 60 s.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
-        self.cfg.idle_timeout = t;
+        self.cfg.settings.idle_timeout = t;
         self
     }
 
@@ -284,7 +257,7 @@ impl Builder {
     /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
     /// no budget. Default: 256 MiB.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
-        self.cfg.memory_budget = bytes;
+        self.cfg.settings.memory_budget = bytes;
         self
     }
 
@@ -302,7 +275,7 @@ impl Builder {
     /// The slowest a request body may arrive: slower, it is answered `408` and the connection
     /// closed. `None`: no minimum. Default: [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_request_body_rate(mut self, rate: Option<MinRate>) -> Self {
-        self.cfg.min_request_body_rate = rate;
+        self.cfg.settings.min_request_body_rate = rate;
         self
     }
 
@@ -310,13 +283,13 @@ impl Builder {
     /// the server waits on it: slower, the connection is closed. `None`: no minimum. Default:
     /// [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_response_rate(mut self, rate: Option<MinRate>) -> Self {
-        self.cfg.min_response_rate = rate;
+        self.cfg.settings.min_response_rate = rate;
         self
     }
 
     /// Size limits for requests. Default: [`Limits::default()`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.cfg.limits = limits;
+        self.cfg.settings.limits = limits;
         self
     }
 
@@ -324,7 +297,7 @@ impl Builder {
     /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
     /// nothing. Default: off.
     pub fn access_log(mut self, on: bool) -> Self {
-        self.cfg.access_log = Logging::from(on);
+        self.cfg.settings.access_log = Logging::from(on);
         self
     }
 

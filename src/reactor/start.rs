@@ -32,7 +32,7 @@ impl Builder {
         let kept = crate::engine::keep(listeners.iter().flatten().chain(&shared_listener))?;
         let handler = Arc::new(handler);
         let cfg = Arc::new(self.cfg);
-        let control = Arc::new(Control::new(listeners.len(), cfg.memory_budget));
+        let control = Arc::new(Control::new(listeners.len(), cfg.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let mut threads = Vec::new();
@@ -68,8 +68,8 @@ impl Builder {
             let acceptor = Acceptor::new(
                 listener,
                 control.clone(),
-                cfg.max_connections,
-                cfg.wrap.clone(),
+                cfg.settings.max_connections,
+                cfg.settings.wrap.clone(),
             )?;
             wakers.push(acceptor.waker());
             threads.push(control.spawn("twinhttp-accept", move || {

@@ -41,12 +41,12 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running};
 use crate::http::access::Logging;
-use crate::http::budget::DEFAULT_MEMORY_BUDGET;
-use crate::http::driver::{Driver, Rules, Streams};
+use crate::http::driver::{Driver, Streams};
 use crate::http::origin::TrustedProxies;
 use crate::net::Port;
 use crate::net::acceptor::Acceptor;
-use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED, Wrap};
+use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED};
+use crate::settings::Settings;
 use crate::stats::{HandleSlot, Stats, StatsHandle};
 use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
 
@@ -106,23 +106,12 @@ pub const MAX_QUEUE: usize = 1 << 16;
 pub struct Builder {
     workers: usize,
     queue: usize,
-    max_connections: usize,
-    header_read_timeout: Duration,
-    idle_timeout: Duration,
-    min_request_body_rate: Option<MinRate>,
-    min_response_rate: Option<MinRate>,
+    /// What both engines set alike.
+    settings: Settings,
     parking: Parking,
     park_linger: Duration,
-    limits: Limits,
-    memory_budget: usize,
     /// Shared with other processes, or not ([`Builder::reuse_port`]).
     port: Port,
-    /// A PROXY protocol header or not ([`Builder::proxy_protocol`]); plain, or TLS
-    /// ([`Builder::tls`]).
-    wrap: Wrap,
-    /// Whose forwarded headers are believed ([`Builder::trusted_proxies`]).
-    trusted_proxies: TrustedProxies,
-    access_log: Logging,
     /// Handed out by [`Builder::stats_handle`], filled in by `serve`.
     stats: HandleSlot,
 }
@@ -133,19 +122,10 @@ impl Default for Builder {
         Builder {
             workers: (cores * 4).max(4),
             queue: 1024,
-            max_connections: 16_384,
-            header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            min_request_body_rate: Some(MinRate::default()),
-            min_response_rate: Some(MinRate::default()),
+            settings: Settings::default(),
             parking: Parking::All,
             park_linger: Duration::ZERO,
-            limits: Limits::default(),
-            memory_budget: DEFAULT_MEMORY_BUDGET,
             port: Port::Own,
-            wrap: Wrap::default(),
-            trusted_proxies: TrustedProxies::new(),
-            access_log: Logging::Off,
             stats: HandleSlot::default(),
         }
     }
@@ -170,7 +150,7 @@ impl Builder {
     /// Most open connections; beyond it new ones get `503 Service Unavailable` and are closed.
     /// Default: 16,384.
     pub fn max_connections(mut self, n: usize) -> Self {
-        self.max_connections = n.max(1);
+        self.settings.max_connections = n.max(1);
         self
     }
 
@@ -183,7 +163,8 @@ impl Builder {
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
-        self.wrap.security = crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
+        self.settings.wrap.security =
+            crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
         self
     }
 
@@ -195,7 +176,7 @@ impl Builder {
     /// closed before any of its bytes is served. Turn it on only behind a proxy that sends it:
     /// anyone who can connect could otherwise claim any address. Default: off.
     pub fn proxy_protocol(mut self, on: bool) -> Self {
-        self.wrap.preface = if on {
+        self.settings.wrap.preface = if on {
             Preface::ProxyProtocol
         } else {
             Preface::None
@@ -210,7 +191,7 @@ impl Builder {
     /// [`Request::scheme`](crate::Request::scheme), the access log). From anyone else they
     /// are ignored. Default: nobody.
     pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.trusted_proxies = trusted;
+        self.settings.trusted_proxies = trusted;
         self
     }
 
@@ -218,14 +199,14 @@ impl Builder {
     /// accept or from the first byte of a later request; a slower head gets `408` and a close
     /// (Slowloris). Default: 10 s.
     pub fn header_read_timeout(mut self, t: Duration) -> Self {
-        self.header_read_timeout = t;
+        self.settings.header_read_timeout = t;
         self
     }
 
     /// How long a keep-alive connection may stay idle between requests before it is closed.
     /// Default: 60 s.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
-        self.idle_timeout = t;
+        self.settings.idle_timeout = t;
         self
     }
 
@@ -238,7 +219,7 @@ impl Builder {
     /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
     /// no budget. Default: 256 MiB.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
-        self.memory_budget = bytes;
+        self.settings.memory_budget = bytes;
         self
     }
 
@@ -256,7 +237,7 @@ impl Builder {
     /// closed. Time the handler spends between reads does not count. `None`: no minimum.
     /// Default: [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_request_body_rate(mut self, rate: Option<MinRate>) -> Self {
-        self.min_request_body_rate = rate;
+        self.settings.min_request_body_rate = rate;
         self
     }
 
@@ -264,7 +245,7 @@ impl Builder {
     /// stream's output) while the server waits on it: slower, the connection is closed.
     /// `None`: no minimum. Default: [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_response_rate(mut self, rate: Option<MinRate>) -> Self {
-        self.min_response_rate = rate;
+        self.settings.min_response_rate = rate;
         self
     }
 
@@ -286,7 +267,7 @@ impl Builder {
 
     /// Size limits for requests. Default: [`Limits::default()`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.settings.limits = limits;
         self
     }
 
@@ -294,7 +275,7 @@ impl Builder {
     /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
     /// nothing. Default: off.
     pub fn access_log(mut self, on: bool) -> Self {
-        self.access_log = Logging::from(on);
+        self.settings.access_log = Logging::from(on);
         self
     }
 
@@ -361,12 +342,12 @@ impl Builder {
         listener.set_nonblocking()?;
         let address = listener.address()?;
         // No more connections than are open wait in it.
-        let queue = self.queue.min(self.max_connections).min(MAX_QUEUE);
+        let queue = self.queue.min(self.settings.max_connections).min(MAX_QUEUE);
         let (tx, rx) = crossbeam_channel::bounded(queue);
-        let control = Arc::new(Control::new(0, self.memory_budget));
+        let control = Arc::new(Control::new(0, self.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
         let handler = Arc::new(handler);
-        let mut rules = self.rules();
+        let mut rules = self.settings.rules();
         // A handler that streams its body reads it on its worker, from the socket.
         let asks = handler.clone();
         rules.streams = Some(Streams(Arc::new(move |head| {
@@ -406,13 +387,13 @@ impl Builder {
         let acceptor = Acceptor::new(
             listener,
             control.clone(),
-            self.max_connections,
-            self.wrap.clone(),
+            self.settings.max_connections,
+            self.settings.wrap.clone(),
         )?;
         let waker = acceptor.waker();
         let queue = tx.clone();
         let admit = parker.clone();
-        let access_log = self.access_log;
+        let access_log = self.settings.access_log;
         threads.push(control.spawn("twinhttp-accept", move || {
             acceptor.run(|stream, peer, open| {
                 let driver = Driver::new(access_log, Some(&peer), Instant::now(), &rules);
@@ -442,21 +423,6 @@ impl Builder {
         Ok(Server(Running::new(
             address, control, wakers, threads, kept,
         )))
-    }
-}
-
-impl Builder {
-    /// The rules the core's connection driver follows.
-    fn rules(&self) -> Rules {
-        Rules {
-            limits: self.limits,
-            header_read: self.header_read_timeout,
-            idle: self.idle_timeout,
-            body_rate: self.min_request_body_rate,
-            response_rate: self.min_response_rate,
-            streams: None,
-            relay: self.wrap.relay(&self.trusted_proxies),
-        }
     }
 }
 

@@ -298,7 +298,7 @@ fn switch<H: Handler>(
     handover: Handover,
     pools: &mut Pools,
 ) -> Option<Connection> {
-    let rate = shared.config.min_response_rate;
+    let rate = shared.config.settings.min_response_rate;
     match handover {
         Handover::Session {
             takeover,

@@ -138,7 +138,7 @@ impl Connection {
                     waker: loop_waker(cx, self.id),
                     peer: Some(self.peer.clone()),
                     now: cx.now,
-                    rate: cx.cfg.min_response_rate,
+                    rate: cx.cfg.settings.min_response_rate,
                     encoder,
                     budget: cx.counters.budget().clone(),
                 });
