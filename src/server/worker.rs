@@ -22,10 +22,11 @@ use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
 use crate::handler::answer;
+use crate::http::conn::Encoder;
 use crate::http::date::DateLine;
 use crate::http::driver::{Action, Cx, Handover, Request, Rules};
 use crate::http::pools::{self, Pools};
-use crate::http::session::Start;
+use crate::http::session::{Start, Wake};
 use crate::http::spool::Received;
 use crate::net::io::{self, Interrupt};
 use crate::net::upgrade::detach;
@@ -290,6 +291,23 @@ fn wait_on_socket<H>(
     }
 }
 
+/// What a session on this engine starts with: `waker` wakes its parker or its thread.
+fn starting<H: Handler>(
+    shared: &Shared<H>,
+    conn: &Connection,
+    waker: Box<dyn Wake>,
+    encoder: Encoder,
+) -> Start {
+    Start {
+        waker,
+        peer: conn.peer.clone(),
+        now: Instant::now(),
+        rate: shared.config.settings.min_response_rate,
+        encoder,
+        budget: shared.control.counters.budget().clone(),
+    }
+}
+
 /// The response that hands the connection over is out: a session parks (or gets a thread of
 /// its own), a generic upgrade leaves for a thread.
 fn switch<H: Handler>(
@@ -298,7 +316,6 @@ fn switch<H: Handler>(
     handover: Handover,
     pools: &mut Pools,
 ) -> Option<Connection> {
-    let rate = shared.config.settings.min_response_rate;
     match handover {
         Handover::Session {
             takeover,
@@ -310,14 +327,7 @@ fn switch<H: Handler>(
                 // Shutdown began after its 101 (or its head) went out: it closes.
                 Err(_) => return None,
             };
-            let start = Start {
-                waker: Box::new(wake),
-                peer: conn.peer.clone(),
-                now: Instant::now(),
-                rate,
-                encoder,
-                budget: shared.control.counters.budget().clone(),
-            };
+            let start = starting(shared, &conn, Box::new(wake), encoder);
             let session = Session::start(takeover, start, input, pools);
             conn.phase = Phase::Session(Box::new(session));
             conn.settle();
@@ -331,14 +341,8 @@ fn switch<H: Handler>(
             // A session lasts as long as its client: a thread of its own (out of descriptors
             // for its waiter: it closes).
             let waiter = Arc::new(Waiter::new().ok()?);
-            let session = takeover.start(Start {
-                waker: Box::new(waiter.clone()),
-                peer: conn.peer.clone(),
-                now: Instant::now(),
-                rate,
-                encoder,
-                budget: shared.control.counters.budget().clone(),
-            });
+            let session =
+                takeover.start(starting(shared, &conn, Box::new(waiter.clone()), encoder));
             let leftover = input.as_ref().map_or(Vec::new(), |b| b.filled().to_vec());
             if let Some(buf) = input {
                 pools.give_read(buf);
