@@ -135,6 +135,25 @@ fn a_client_that_stops_reading_a_response_is_cut(engine: Engine) {
     assert_cut_at_grace(until_closed(&srv, started), "a stalled reader of 16 MB");
 }
 
+/// Pipelined requests from a client that never reads their answers: once the answers back up,
+/// the response's minimum rate cuts it (input that keeps coming meanwhile is not progress).
+fn a_client_that_pipelines_and_never_reads_is_cut(engine: Engine) {
+    let srv = start_with(engine, rates(true), app);
+    let mut s = small_receive_buffer_client(srv.addr);
+    let started = Instant::now();
+    // As many requests as the server's socket takes in 300 ms: megabytes of answers.
+    let burst = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(4000);
+    s.set_write_timeout(Some(Duration::from_millis(300)))
+        .expect("a write timeout");
+    while s.write_all(&burst).is_ok() {
+        assert!(started.elapsed() < Duration::from_secs(5), "never blocked");
+    }
+    assert_cut_at_grace(
+        until_closed(&srv, started),
+        "a pipelining client that does not read",
+    );
+}
+
 fn with_the_rate_off_a_late_reader_gets_everything(engine: Engine) {
     let srv = start_with(engine, rates(false), app);
     let mut c = Client::new(srv.addr);
@@ -357,6 +376,7 @@ engine_tests!(
     default_rate_cuts_two_bytes_a_second_within_10_s,
     with_the_rate_off_a_slow_body_finishes,
     a_client_that_stops_reading_a_response_is_cut,
+    a_client_that_pipelines_and_never_reads_is_cut,
     with_the_rate_off_a_late_reader_gets_everything,
     a_websocket_that_stops_reading_is_cut,
     an_event_stream_that_stops_reading_is_cut,

@@ -24,9 +24,12 @@ pub(crate) enum Phase {
 
 /// What an HTTP connection waits for between threads, as its driver said.
 pub(crate) enum Held {
-    /// The socket: readable (and writable, when `write`), until the deadline (then the driver
-    /// is told it passed).
-    Socket { write: bool, until: Option<Instant> },
+    /// The socket, for what `watch` says, until the deadline (then the driver is told it
+    /// passed).
+    Socket {
+        watch: Watch,
+        until: Option<Instant>,
+    },
     /// A request is whole: a worker runs its handler.
     Request(Request),
     /// Work the parker does not do: a streamed body's next piece (handler code). A worker
@@ -49,6 +52,42 @@ impl Phase {
             } => *until,
             Phase::Http { .. } => None,
             Phase::Session(session) => session.deadline(),
+        }
+    }
+}
+
+/// What a connection waits for its socket to do, and so what its edge-triggered registration
+/// reports. Reading is not watched while only output waits: input its client sends meanwhile
+/// (pipelined requests to a client that does not read their answers) must not wake the parker,
+/// which would find the output still blocked and park it again, at once, over and over; and
+/// the wait's deadline (the response's minimum rate) could never pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Input (a request, a body, a lingering close's drain).
+    Read,
+    /// The socket taking output, and nothing else.
+    Write,
+    /// Both: output held back by its transport (a TLS flight) beside a read; a WebSocket or
+    /// an event stream (always both, so its registration never changes).
+    Both,
+}
+
+impl Watch {
+    /// What the driver's wait asks for.
+    pub(crate) fn of(read: bool, write: bool) -> Watch {
+        match (read, write) {
+            (false, true) => Watch::Write,
+            (true, true) => Watch::Both,
+            // (Waiting for neither: hang-ups are reported whatever the interest.)
+            (_, false) => Watch::Read,
+        }
+    }
+
+    fn event(self, key: usize) -> Event {
+        match self {
+            Watch::Read => Event::readable(key),
+            Watch::Write => Event::writable(key),
+            Watch::Both => Event::all(key),
         }
     }
 }
@@ -88,8 +127,9 @@ impl std::ops::DerefMut for Connection {
 enum Socket {
     /// Never parked.
     Plain(Stream),
-    /// Registered with the parker's poller under the ticket's key, for the connection's life.
-    Parkable(Registered<Stream>, Ticket),
+    /// Registered with the parker's poller under the ticket's key, for the connection's life,
+    /// reporting what it watches for.
+    Parkable(Registered<Stream>, Ticket, Watch),
 }
 
 impl Connection {
@@ -102,7 +142,7 @@ impl Connection {
             phase: Phase::Http {
                 driver,
                 held: Held::Socket {
-                    write: false,
+                    watch: Watch::Read,
                     until,
                 },
             },
@@ -114,7 +154,7 @@ impl Connection {
     pub(crate) fn stream(&mut self) -> &mut Stream {
         match &mut self.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get_mut(),
+            Socket::Parkable(r, ..) => r.get_mut(),
         }
     }
 
@@ -122,28 +162,35 @@ impl Connection {
     pub(crate) fn ticket_key(&self) -> Option<usize> {
         match &self.socket {
             Socket::Plain(_) => None,
-            Socket::Parkable(_, t) => Some(t.key()),
+            Socket::Parkable(_, t, _) => Some(t.key()),
         }
     }
 
-    /// Changes an edge-triggered registration's interest.
-    pub(crate) fn set_edge(&self, interest: Event) -> std::io::Result<()> {
-        match &self.socket {
-            Socket::Plain(_) => Ok(()),
-            Socket::Parkable(r, _) => r.set_edge(interest),
-        }
-    }
-
-    /// Its driver waits for the socket to take output (a response, or a TLS handshake flight,
-    /// the socket did not take).
-    pub(crate) fn waits_to_write(&self) -> bool {
-        matches!(
-            self.phase,
-            Phase::Http {
-                held: Held::Socket { write: true, .. },
-                ..
+    /// Sets its registration (under `key`) to report what it waits for, if that changed.
+    /// Changing it re-arms the edge: what is pending (bytes already in the socket) is reported
+    /// at once.
+    pub(crate) fn watch(&mut self, key: usize) -> std::io::Result<()> {
+        let wanted = self.wants();
+        match &mut self.0.socket {
+            Socket::Parkable(r, _, watching) if *watching != wanted => {
+                r.set_edge(wanted.event(key))?;
+                *watching = wanted;
+                Ok(())
             }
-        )
+            Socket::Plain(_) | Socket::Parkable(..) => Ok(()),
+        }
+    }
+
+    /// What its registration should report now.
+    fn wants(&self) -> Watch {
+        match &self.phase {
+            _ if self.long_lived => Watch::Both,
+            Phase::Http {
+                held: Held::Socket { watch, .. },
+                ..
+            } => *watch,
+            Phase::Http { .. } | Phase::Session(_) => Watch::Read,
+        }
     }
 
     /// The engine's counters.
@@ -219,16 +266,6 @@ impl Connection {
         self
     }
 
-    /// What the parker watches for under `key`: reads; for a long-lived one also writes (always,
-    /// so that its edge-triggered registration never changes).
-    pub(crate) fn interest(&self, key: usize) -> Event {
-        if self.long_lived {
-            Event::all(key)
-        } else {
-            Event::readable(key)
-        }
-    }
-
     /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered.
     /// On failure the ticket comes back with the connection, unless registering
     /// consumed (closed) its socket.
@@ -240,7 +277,7 @@ impl Connection {
         poller: &Arc<Poller>,
         ticket: Ticket,
     ) -> Result<Connection, (Option<Connection>, Ticket)> {
-        let interest = self.interest(ticket.key());
+        let watch = self.wants();
         if let Socket::Parkable(..) = self.0.socket {
             return Err((Some(self), ticket));
         }
@@ -254,7 +291,9 @@ impl Connection {
             _open,
         } = *self.0;
         let registered = match socket {
-            Socket::Plain(stream) => Registered::edge(poller.clone(), stream, interest),
+            Socket::Plain(stream) => {
+                Registered::edge(poller.clone(), stream, watch.event(ticket.key()))
+            }
             // (Returned above.) Given back whole: its own ticket must not be dropped here,
             // under the parker's lock.
             parkable @ Socket::Parkable(..) => {
@@ -270,7 +309,7 @@ impl Connection {
         };
         match registered {
             Ok(r) => Ok(Connection(Box::new(Parts {
-                socket: Socket::Parkable(r, ticket),
+                socket: Socket::Parkable(r, ticket, watch),
                 peer,
                 phase,
                 long_lived,
@@ -285,7 +324,7 @@ impl Connection {
         let this = &mut *self.0;
         let stream = match &mut this.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get_mut(),
+            Socket::Parkable(r, ..) => r.get_mut(),
         };
         match &mut this.phase {
             Phase::Http { driver, held } => Some(Serving {
@@ -304,7 +343,7 @@ impl Connection {
         let this = &mut *self.0;
         let stream = match &mut this.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get_mut(),
+            Socket::Parkable(r, ..) => r.get_mut(),
         };
         match &mut this.phase {
             Phase::Http { driver, held } => Some((stream, driver, held)),
@@ -317,7 +356,7 @@ impl Connection {
         let this = &mut *self.0;
         let stream = match &mut this.socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.get_mut(),
+            Socket::Parkable(r, ..) => r.get_mut(),
         };
         match &mut this.phase {
             Phase::Session(session) => Some((stream, session)),
@@ -339,7 +378,7 @@ impl Connection {
         let Parts { socket, _open, .. } = *self.0;
         let stream = match socket {
             Socket::Plain(s) => s,
-            Socket::Parkable(r, _) => r.into_inner(),
+            Socket::Parkable(r, ..) => r.into_inner(),
         };
         (stream, _open)
     }

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::connection::{Connection, Held};
+use super::connection::{Connection, Held, Watch};
 use crate::http::date::DateLine;
 use crate::http::driver::{Action, Cx, Rules};
 use crate::http::pools::Pools;
@@ -62,8 +62,11 @@ pub(crate) fn drive(
     .without_producers();
     *held = match driver.drive(stream, &mut turn) {
         Action::Run(request) => Held::Request(request),
-        Action::Wait { write, until, .. } => {
-            *held = Held::Socket { write, until };
+        Action::Wait { read, write, until } => {
+            *held = Held::Socket {
+                watch: Watch::of(read, write),
+                until,
+            };
             return Outcome::Park(conn);
         }
         Action::Yield => return Outcome::Again(conn),

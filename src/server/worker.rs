@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use super::Builder;
-use super::connection::{Connection, Held, Job, Phase};
+use super::connection::{Connection, Held, Job, Phase, Watch};
 use super::detached::{Waiter, detach_session};
 use super::park::{Parker, Parking};
 use super::session::{self, Session};
@@ -134,7 +134,10 @@ fn serve<H: Handler>(
         match visit(shared, &mut conn, pools, date, waits)? {
             Stop::Wait { read, write, until } => {
                 if let Some(s) = conn.serving() {
-                    *s.held = Held::Socket { write, until };
+                    *s.held = Held::Socket {
+                        watch: Watch::of(read, write),
+                        until,
+                    };
                 }
                 match waits {
                     Waits::Park if stays(shared, &mut conn, read, write, until) => {}

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crossbeam_channel::{Sender, TrySendError};
-use polling::{Event, Poller};
+use polling::Poller;
 use slab::Slab;
 
 use super::connection::{Connection, Job};
@@ -331,11 +331,9 @@ impl Parker {
                 }
             },
         };
-        // Output held back by its transport (a TLS handshake flight the socket did not take)
-        // goes out with the next read: the parker is woken when the socket takes more, too.
-        // Edge-triggered, the wider interest costs nothing until the socket was full.
-        if !conn.is_long_lived() && conn.waits_to_write() && conn.set_edge(Event::all(key)).is_err()
-        {
+        // Its registration reports what it waits for now (a change costs an `epoll_ctl`).
+        let mut conn = conn;
+        if conn.watch(key).is_err() {
             drop(parked);
             return Parking::Refused(conn);
         }
@@ -406,11 +404,12 @@ impl Parker {
         }
         let (conn, key) = match conn.ticket_key() {
             Some(key) => {
-                if conn.set_edge(Event::all(key)).is_err() {
+                let mut conn = conn.into_long_lived();
+                if conn.watch(key).is_err() {
                     drop(parked);
                     return Err(Some(conn));
                 }
-                (conn.into_long_lived(), key)
+                (conn, key)
             }
             None => match self.register(&mut parked, conn.into_long_lived()) {
                 Ok(registered) => registered,
