@@ -107,7 +107,40 @@ fn split_request_then_idle_then_more(engine: Engine) {
     assert!(!c.is_closed());
 }
 
+/// A response that ends its connection (`Connection: close`) with requests pipelined behind
+/// it: the server lingers instead of closing on the unread input, which would answer it with a
+/// reset and destroy the response's tail still in flight. The client gets all of it, then the
+/// end of the stream.
+fn a_closing_response_with_input_behind_it_arrives_whole(engine: Engine) {
+    use std::io::{Read, Write};
+    const LEN: usize = 4 << 20;
+    let srv = start(engine, |req: &mut twinhttp::Request<'_>| match req.path() {
+        "/big" => twinhttp::Response::new(200).with_body(vec![b'x'; LEN]),
+        _ => app(req),
+    });
+    let mut s = support::connect(srv.addr);
+    let mut wire = b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec();
+    wire.extend(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(2000));
+    s.write_all(&wire).expect("send");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let ended = s.read_to_end(&mut got);
+    let head_end = got
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(0, |p| p + 4);
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &got[..got.len().min(64)]
+    );
+    assert_eq!(got.len() - head_end, LEN, "the whole body; then {ended:?}");
+    assert!(ended.is_ok(), "ended by a reset: {ended:?}");
+}
+
 engine_tests!(
+    a_closing_response_with_input_behind_it_arrives_whole,
     pipelined_batch_that_fills_the_read_buffer_exactly,
     split_request_then_idle_then_more,
     pipelined_requests_answered_in_order,

@@ -179,9 +179,13 @@ impl Driver {
     /// With its output out and nothing to parse: the connection closes as the core said
     /// (lingering, or cut short), or waits for its handler's answer.
     pub(super) fn hold<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Action {
+        // Input read and not taken (requests pipelined behind the last one) would be answered
+        // by a reset if the connection closed now, which can destroy the response in flight:
+        // it lingers instead (RFC 9112 §9.6).
+        let unread = matches!(&self.phase, Phase::Busy(busy) if !busy.read.is_empty());
         match self.conn.state() {
-            State::Closing(Close::Now) => self.close(cx.pools),
-            State::Closing(Close::Linger) => {
+            State::Closing(Close::Now) if !unread => self.close(cx.pools),
+            State::Closing(Close::Now | Close::Linger) => {
                 io.shutdown_write();
                 self.close(cx.pools);
                 let mut linger = Linger::new(cx.now);

@@ -182,7 +182,7 @@ fn expect_continue_is_answered_for_http11_only_and_only_when_the_body_is_held_ba
 #[test]
 fn a_panic_is_answered_500_and_closes() {
     let mut b = Bench::new();
-    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n");
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let (ran, next) = b.turn(|_, _| Answer::Panicked);
     assert_eq!((ran, shown(&next)), (1, "close".into()));
     let out = b.io.take_out();
@@ -191,7 +191,23 @@ fn a_panic_is_answered_500_and_closes() {
         "{out}"
     );
     assert!(out.contains("Connection: close\r\n"));
-    assert!(!b.io.shut, "a body in sync closes without lingering");
+    assert!(
+        !b.io.shut,
+        "a body in sync, nothing behind it: closes without lingering"
+    );
+}
+
+#[test]
+fn a_closing_response_with_requests_behind_it_lingers() {
+    let mut b = Bench::new();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (ran, next) = b.turn(|_, _| Answer::Panicked);
+    assert_eq!(ran, 1, "the request behind is not run");
+    assert!(b.io.take_out().contains("Connection: close\r\n"));
+    // Closing on the unread request would reset the connection: the write side is shut and
+    // what the client sends is read until it closes or the lingering ends.
+    assert!(b.io.shut, "lingers");
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
 }
 
 #[test]
