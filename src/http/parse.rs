@@ -230,16 +230,21 @@ fn absolute(target: &str) -> bool {
     })
 }
 
-/// Whether a target not in origin-form is no `http` URI, or one whose authority names a host
-/// (RFC 9110 §4.2.1), without userinfo (§4.2.4): it is the request's authority (RFC 9112
-/// §3.2.2), checked as a `Host` value is.
+/// Whether a target not in origin-form is `*` or an authority (where the method allows them),
+/// or an `http` or `https` URI whose authority names a host (RFC 9110 §4.2.1), without userinfo
+/// (§4.2.4): it is the request's authority (RFC 9112 §3.2.2), checked as a `Host` value is. A
+/// URI of another scheme names nothing an HTTP server serves: the handler would have taken it
+/// whole for its path.
 #[cold]
 fn valid_absolute(target: &str) -> bool {
-    // (`valid_host` takes an empty name, which a `Host` field may have: not here, with or
-    // without a port.)
-    absolute_parts(target).is_none_or(|(authority, _)| {
-        !authority.is_empty() && !authority.starts_with(':') && valid_host(authority.as_bytes())
-    })
+    match absolute_parts(target) {
+        // (`valid_host` takes an empty name, which a `Host` field may have: not here, with or
+        // without a port.)
+        Some((authority, _)) => {
+            !authority.is_empty() && !authority.starts_with(':') && valid_host(authority.as_bytes())
+        }
+        None => !absolute(target),
+    }
 }
 
 /// Bytes a `Host` name may hold outside brackets, before its port: unreserved, sub-delims and
@@ -679,6 +684,8 @@ mod tests {
             (b"GET http://[::1/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET http://u:p@a/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET http://e%zz/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET ftp://a/p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"OPTIONS ws://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"CONNECT /p HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a  HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET /a b HTTP/2.0\r\nHost: a\r\n\r\n", 400),
