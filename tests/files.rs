@@ -92,7 +92,12 @@ fn ranges(engine: Engine) {
     assert_eq!(r.status, 416);
     assert_eq!(r.header("content-range"), Some("bytes */1000"));
     // Several ranges, or a malformed one: the whole file.
-    for h in ["Range: bytes=0-1,5-6\r\n", "Range: bytes=x-y\r\n"] {
+    // Two `Range` fields, one value that is no range (RFC 9110 §5.3): likewise.
+    for h in [
+        "Range: bytes=0-1,5-6\r\n",
+        "Range: bytes=x-y\r\n",
+        "Range: bytes=0-1\r\nRange: bytes=2-3\r\n",
+    ] {
         let r = get(&mut c, "/file", h);
         assert_eq!((r.status, r.body.len()), (200, 1000), "{h}");
     }

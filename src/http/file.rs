@@ -96,8 +96,11 @@ impl Response {
                 .with_header("Accept-Ranges", "bytes")
         };
         let len = meta.len();
-        let range = req
-            .header("range")
+        // Two `Range` fields make one value that is no range (RFC 9110 §5.3, §14.2): ignored.
+        let mut ranges = req.header_all("range");
+        let range = ranges
+            .next()
+            .filter(|_| ranges.next().is_none())
             .filter(|_| validators.if_range_holds(req))
             .map(|r| parse_range(r, len));
         let (status, start, count) = match range {
