@@ -9,8 +9,10 @@
 //! `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`] per loop, logged at warn
 //! level (a handler's with its method and path).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::engine::Control;
 use crate::http::request::RequestHead;
 use crate::stats::Counters;
 
@@ -35,16 +37,27 @@ enum Holder<'a> {
 pub(crate) struct Blocking {
     threshold: Option<Duration>,
     last_warning: Option<Instant>,
+    /// The server's: whether shutdown began while a call held the loop.
+    control: Arc<Control>,
 }
 
 impl Blocking {
     /// Warns past `threshold` (at least 10 ms); `None`: off (the calls are still timed: the
     /// loop's clock moves on by the time they held it).
-    pub(crate) fn new(threshold: Option<Duration>) -> Self {
+    pub(crate) fn new(threshold: Option<Duration>, control: Arc<Control>) -> Self {
         Blocking {
             threshold: threshold.map(|t| t.max(MIN_THRESHOLD)),
             last_warning: None,
+            control,
         }
+    }
+
+    /// Whether the server's shutdown began while a call held the loop for `held` (which the
+    /// loop, held, has not seen yet). Only a call that held it for a tick of the coarse clock
+    /// or more is asked about.
+    #[inline]
+    pub(crate) fn shutdown_began_while(&self, held: Duration) -> bool {
+        !held.is_zero() && self.control.is_shutting_down()
     }
 
     /// A handler call begins: its start.

@@ -123,10 +123,13 @@ impl<H: Handler> EventLoop<H> {
             None => Intake::Fed,
         };
         // Only inline calls hold a loop; pool workers are the pool's.
-        let blocking = Blocking::new(match parts.pool {
-            None => parts.cfg.blocking_warning,
-            Some(_) => None,
-        });
+        let blocking = Blocking::new(
+            match parts.pool {
+                None => parts.cfg.blocking_warning,
+                Some(_) => None,
+            },
+            parts.control.clone(),
+        );
         Ok(EventLoop {
             poller: parts.poller.clone(),
             intake,

@@ -182,9 +182,8 @@ impl Driver {
         // Input read and not taken (requests pipelined behind the last one) would be answered
         // by a reset if the connection closed now, which can destroy the response in flight:
         // it lingers instead (RFC 9112 §9.6).
-        let unread = matches!(&self.phase, Phase::Busy(busy) if !busy.read.is_empty());
         match self.conn.state() {
-            State::Closing(Close::Now) if !unread => self.close(cx.pools),
+            State::Closing(Close::Now) if !self.has_unread_input() => self.close(cx.pools),
             State::Closing(Close::Now | Close::Linger) => {
                 io.shutdown_write();
                 self.close(cx.pools);
@@ -203,6 +202,11 @@ impl Driver {
                 until: None,
             },
         }
+    }
+
+    /// Input read and not taken: requests pipelined behind the last one.
+    fn has_unread_input(&self) -> bool {
+        matches!(&self.phase, Phase::Busy(busy) if !busy.read.is_empty())
     }
 
     /// The response that hands the connection over is queued: once it is out, the connection

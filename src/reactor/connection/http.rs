@@ -56,6 +56,12 @@ impl Connection {
                             answer(cx.handler, &head, &mut body, Some(&self.peer), cx.counters);
                         let held = cx.blocking.returned(started, &head, cx.counters);
                         body.release();
+                        // Shutdown may have begun while the handler held the loop (for a tick
+                        // of the coarse clock or more), which has not seen it yet: its response
+                        // is then the last.
+                        if cx.blocking.shutdown_began_while(held) {
+                            turn.closing = true;
+                        }
                         let at = later(turn.now, held);
                         driver.answer(head, answered, at, &mut turn);
                         // The loop's clock moves on with it (the next connections' deadlines,
