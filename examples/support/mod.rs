@@ -58,7 +58,8 @@ pub struct Args {
 
 const USAGE: &str = "options: -h, --help (this text)
          --addr HOST:PORT (127.0.0.1:8080)  --unix PATH (a Unix domain socket instead)
-         --engine server|reactor  --dispatch inline|pool
+         --engine server|reactor (server when built with feature server, else reactor)
+         --dispatch inline|pool (reactor: handlers on its loops, or on a pool; inline)
          --threads N (server: workers; reactor: loops)  --workers N (pool dispatch)
          --accept reuseport|thread (reactor)
          --no-park  --session-threads  --park-linger-us N (server engine)
