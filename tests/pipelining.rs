@@ -107,21 +107,10 @@ fn split_request_then_idle_then_more(engine: Engine) {
     assert!(!c.is_closed());
 }
 
-/// A response that ends its connection (`Connection: close`) with requests pipelined behind
-/// it: the server lingers instead of closing on the unread input, which would answer it with a
-/// reset and destroy the response's tail still in flight. The client gets all of it, then the
-/// end of the stream.
-fn a_closing_response_with_input_behind_it_arrives_whole(engine: Engine) {
-    use std::io::{Read, Write};
-    const LEN: usize = 4 << 20;
-    let srv = start(engine, |req: &mut twinhttp::Request<'_>| match req.path() {
-        "/big" => twinhttp::Response::new(200).with_body(vec![b'x'; LEN]),
-        _ => app(req),
-    });
-    let mut s = support::connect(srv.addr);
-    let mut wire = b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec();
-    wire.extend(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(2000));
-    s.write_all(&wire).expect("send");
+/// Reads `s` to its end: a 200 whose body has `len` bytes, then the end of the stream (not a
+/// reset).
+fn arrives_whole(s: &mut std::net::TcpStream, len: usize) {
+    use std::io::Read;
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .expect("timeout");
     let mut got = Vec::new();
@@ -135,11 +124,64 @@ fn a_closing_response_with_input_behind_it_arrives_whole(engine: Engine) {
         "{:?}",
         &got[..got.len().min(64)]
     );
-    assert_eq!(got.len() - head_end, LEN, "the whole body; then {ended:?}");
+    assert_eq!(got.len() - head_end, len, "the whole body; then {ended:?}");
     assert!(ended.is_ok(), "ended by a reset: {ended:?}");
 }
 
+/// A response that ends its connection (`Connection: close`) with requests pipelined behind
+/// it: the server lingers instead of closing on the unread input, which would answer it with a
+/// reset and destroy the response's tail still in flight. The client gets all of it, then the
+/// end of the stream.
+fn a_closing_response_with_input_behind_it_arrives_whole(engine: Engine) {
+    use std::io::Write;
+    const LEN: usize = 4 << 20;
+    let srv = start(engine, |req: &mut twinhttp::Request<'_>| match req.path() {
+        "/big" => twinhttp::Response::new(200).with_body(vec![b'x'; LEN]),
+        _ => app(req),
+    });
+    let mut s = support::connect(srv.addr);
+    let mut wire = b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec();
+    wire.extend(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(2000));
+    s.write_all(&wire).expect("send");
+    arrives_whole(&mut s, LEN);
+}
+
+/// The server ends a keep-alive connection (its handler answers `Connection: close`) while its
+/// client, which may pipeline, sends more requests after the server read the last one: the
+/// server finds them before it closes and lingers, and the response arrives whole.
+fn a_response_ending_a_kept_connection_with_requests_on_their_way_arrives_whole(engine: Engine) {
+    use std::io::Write;
+    use std::sync::{Mutex, mpsc};
+    const LEN: usize = 4 << 20;
+    let (tell, answered) = mpsc::channel();
+    let tell = Mutex::new(tell);
+    let srv = start(engine, move |req: &mut twinhttp::Request<'_>| {
+        match req.path() {
+            "/big" => {
+                if let Ok(tell) = tell.lock() {
+                    let _ = tell.send(());
+                }
+                twinhttp::Response::new(200)
+                    .with_body(vec![b'x'; LEN])
+                    .with_header("Connection", "close")
+            }
+            _ => app(req),
+        }
+    });
+    let mut s = support::connect(srv.addr);
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    // Its request is read (the handler runs); the next ones come after.
+    answered
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the handler ran");
+    s.write_all(&b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200))
+        .expect("send more");
+    arrives_whole(&mut s, LEN);
+}
+
 engine_tests!(
+    a_response_ending_a_kept_connection_with_requests_on_their_way_arrives_whole,
     a_closing_response_with_input_behind_it_arrives_whole,
     pipelined_batch_that_fills_the_read_buffer_exactly,
     split_request_then_idle_then_more,

@@ -35,8 +35,14 @@ pub(crate) enum State {
 /// How a connection ends once its last response is out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Close {
-    /// The exchange ended cleanly: close.
+    /// The exchange ended cleanly and the client asked to close (`Connection: close`, HTTP/1.0):
+    /// it sends nothing more (RFC 9112 §9.6). Close, lingering only over input already read.
     Now,
+    /// The exchange ended cleanly, and the server ends a connection its client would have
+    /// kept (a handler's `Connection: close`, shutdown): requests the client pipelined may be
+    /// on their way. Closing on them would reset the connection and could destroy the response
+    /// still in flight: the socket is looked at once, and any input makes the close linger.
+    Ended,
     /// Framing is lost (an error was answered, a request body was left unread): shut the write
     /// side and read what the client still sends before closing ([`crate::http::linger`]), so
     /// that closing with unread input does not reset the connection and destroy the response.
@@ -321,7 +327,8 @@ impl Conn {
         out.extend_from_slice(b"\r\n");
         self.state = match (keep_alive, body_in_sync) {
             (true, _) => State::Head,
-            (false, true) => State::Closing(Close::Now),
+            (false, true) if !head.wants_keep_alive() => State::Closing(Close::Now),
+            (false, true) => State::Closing(Close::Ended),
             (false, false) => State::Closing(Close::Linger),
         };
         encoder
@@ -696,7 +703,7 @@ mod tests {
                 GET11,
                 Response::new(200).with_header("Connection", "close"),
                 "HTTP/1.1 200 OK\nContent-Length: 0\nConnection: close\n",
-                State::Closing(Close::Now),
+                State::Closing(Close::Ended),
             ),
             (
                 GET11,
@@ -716,7 +723,7 @@ mod tests {
                     .with_header("Upgrade", "websocket")
                     .with_header("Connection", "close"),
                 "HTTP/1.1 426 Upgrade Required\nUpgrade: websocket\nContent-Length: 0\nConnection: upgrade, close\n",
-                State::Closing(Close::Now),
+                State::Closing(Close::Ended),
             ),
             (
                 GET11,

@@ -30,10 +30,9 @@ pub(crate) fn detach_session(
 ) {
     open.set(session.kind().into());
     let ctl = control.clone();
-    let unstarted = Unstarted(Some(session));
+    let unstarted = Unstarted(Some((session, open)));
     let spawned = control.spawn_detached("twinhttp-session", move || {
-        let _open = open;
-        let Some(session) = unstarted.start() else {
+        let Some((session, _open)) = unstarted.start() else {
             return;
         };
         let mut buf = ReadBuf::new();
@@ -48,21 +47,23 @@ pub(crate) fn detach_session(
 /// A session on its way to a thread of its own. Dropped before the thread took it (no thread
 /// could be started: the closure that held it is dropped where the spawn failed, on the worker
 /// that answered the upgrade), it finishes there: its last callbacks run (a WebSocket's
-/// `on_open`, if due, and `on_close`), as they would have on its thread.
-struct Unstarted(Option<Box<dyn Session>>);
+/// `on_open`, if due, and `on_close`), as they would have on its thread, and the connection
+/// is counted as open until they have run.
+struct Unstarted(Option<(Box<dyn Session>, OpenGuard)>);
 
 impl Unstarted {
-    /// The thread takes the session.
-    fn start(mut self) -> Option<Box<dyn Session>> {
+    /// The thread takes the session, and the count of it as open.
+    fn start(mut self) -> Option<(Box<dyn Session>, OpenGuard)> {
         self.0.take()
     }
 }
 
 impl Drop for Unstarted {
     fn drop(&mut self) {
-        if let Some(mut session) = self.0.take() {
+        if let Some((mut session, open)) = self.0.take() {
             // Inline, the callbacks ran: nothing comes back.
             let _ = session.finish(Callbacks::Inline);
+            drop(open);
         }
     }
 }

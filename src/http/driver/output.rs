@@ -184,7 +184,10 @@ impl Driver {
         // it lingers instead (RFC 9112 §9.6).
         match self.conn.state() {
             State::Closing(Close::Now) if !self.has_unread_input() => self.close(cx.pools),
-            State::Closing(Close::Now | Close::Linger) => {
+            State::Closing(Close::Ended) if !self.has_unread_input() && !input_waits(io) => {
+                self.close(cx.pools)
+            }
+            State::Closing(Close::Now | Close::Ended | Close::Linger) => {
                 io.shutdown_write();
                 self.close(cx.pools);
                 let mut linger = Linger::new(cx.now);
@@ -286,6 +289,20 @@ fn busy_at(phase: &Phase) -> Option<&Exchange> {
     match phase {
         Phase::Busy(busy) => Some(&busy.at),
         _ => None,
+    }
+}
+
+/// Whether the client has sent input the server has not read: one read, whose bytes (if any)
+/// are dropped, as the lingering close that follows drops the rest.
+fn input_waits<T: Io + ?Sized>(io: &mut T) -> bool {
+    let mut scratch = [0u8; 512];
+    loop {
+        match io.read(&mut scratch) {
+            Ok(n) => return n > 0,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // `WouldBlock`: nothing; another error: the close will tell.
+            Err(_) => return false,
+        }
     }
 }
 
