@@ -1,8 +1,9 @@
 //! A handler that blocks its event loop is warned of: with inline dispatch, a call that holds
 //! the loop past the threshold (100 ms by default) logs one warning naming its method and path
 //! and is counted in `Stats::blocking_handlers`, and so is a streamed body whose next piece
-//! waits, a WebSocket callback that sleeps and an `on_close` that does; a fast handler is not, and neither the server engine nor pool dispatch warns (their
-//! handlers and bodies hold no loop).
+//! waits, a WebSocket callback that sleeps and an `on_close` that does; a fast handler is not,
+//! and neither the server engine nor pool dispatch warns (their handlers and bodies hold no
+//! loop).
 mod support;
 use std::time::Duration;
 

@@ -4,10 +4,10 @@
 //! streamed body whose next piece waits. Each inline call, and each piece of a streamed body
 //! produced on the loop (a reader's or an iterator's: handler code; not a file's, which the
 //! core reads as it sends one by `sendfile`), and each turn of a WebSocket or event stream whose
-//! callbacks run on the loop (and its last callbacks as the connection goes), is timed on the coarse monotonic clock (a few nanoseconds, no
-//! system call); one that held the loop past the threshold is counted in
-//! `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`] per loop, logged at warn
-//! level (a handler's with its method and path).
+//! callbacks run on the loop (and its last callbacks as the connection goes), is timed on the
+//! coarse monotonic clock (a few nanoseconds, no system call); one that held the loop past the
+//! threshold is counted in `Stats::blocking_handlers` and, at most once every [`WARN_EVERY`]
+//! per loop, logged at warn level (a handler's with its method and path).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

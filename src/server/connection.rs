@@ -166,14 +166,13 @@ impl Connection {
         }
     }
 
-    /// Sets its registration (under `key`) to report what it waits for, if that changed.
-    /// Changing it re-arms the edge: what is pending (bytes already in the socket) is reported
-    /// at once.
-    pub(crate) fn watch(&mut self, key: usize) -> std::io::Result<()> {
+    /// Sets its registration to report what it waits for, if that changed. Changing it
+    /// re-arms the edge: what is pending (bytes already in the socket) is reported at once.
+    pub(crate) fn watch(&mut self) -> std::io::Result<()> {
         let wanted = self.wants();
         match &mut self.0.socket {
-            Socket::Parkable(r, _, watching) if *watching != wanted => {
-                r.set_edge(wanted.event(key))?;
+            Socket::Parkable(r, ticket, watching) if *watching != wanted => {
+                r.set_edge(wanted.event(ticket.key()))?;
                 *watching = wanted;
                 Ok(())
             }

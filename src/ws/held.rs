@@ -21,9 +21,10 @@
 //! ([`Held::is_charged`]): the buffer's is what was, not what is coming.
 //!
 //! Its output buffer grows to the bytes written to it between two flushes (a frame of a large
-//! message, see `fragments.rs`, or the messages taken at a time) and keeps that capacity too: while output waits, the sender's queue counts those
-//! bytes; once everything is out, the capacity is charged here if it is larger than a working
-//! buffer, and given back by the same renewal.
+//! message, see `fragments.rs`, or the messages taken at a time) and keeps that capacity too:
+//! while output waits, the sender's queue counts those bytes; once everything is out, the
+//! capacity is charged here if it is larger than a working buffer, and given back by the same
+//! renewal.
 //!
 //! [`WsConfig::max_message_size`]: super::WsConfig::max_message_size
 //! [`WsConfig::max_frame_size`]: super::WsConfig::max_frame_size

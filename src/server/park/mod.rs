@@ -308,7 +308,7 @@ impl Parker {
             return Parking::Parked;
         }
         // Nothing that holds a ticket may be dropped before `parked` is unlocked.
-        let (conn, key) = match conn.ticket_key() {
+        let (mut conn, key) = match conn.ticket_key() {
             Some(key) => {
                 let Some(entry) = parked.entries.get_mut(key) else {
                     drop(parked);
@@ -332,8 +332,7 @@ impl Parker {
             },
         };
         // Its registration reports what it waits for now (a change costs an `epoll_ctl`).
-        let mut conn = conn;
-        if conn.watch(key).is_err() {
+        if conn.watch().is_err() {
             drop(parked);
             return Parking::Refused(conn);
         }
@@ -405,7 +404,7 @@ impl Parker {
         let (conn, key) = match conn.ticket_key() {
             Some(key) => {
                 let mut conn = conn.into_long_lived();
-                if conn.watch(key).is_err() {
+                if conn.watch().is_err() {
                     drop(parked);
                     return Err(Some(conn));
                 }
