@@ -28,6 +28,9 @@ fn app() -> Router {
         .get("/users/{id}", show)
         .delete("/users/{id}", show)
         .get("/users/{id}/posts/{post}", show)
+        .get("/orders/{id}.json", show)
+        .get("/orders/{id}/lines", show)
+        .get("/images/img-{id}.png", show)
         .post("/users/{id}/avatar", |req| {
             // The parameter is held while the body is read from the socket.
             let id = req.param("id").unwrap_or_default();
@@ -73,6 +76,15 @@ fn routes_and_params(engine: Engine) {
             "GET /files/docs/read%20me.txt",
             200,
             "file docs/read me.txt",
+        ),
+        // A parameter with a suffix beside the same parameter with segments after it.
+        ("GET /orders/7.json", 200, "GET /orders/7.json [id=7]"),
+        ("GET /orders/7/lines", 200, "GET /orders/7/lines [id=7]"),
+        // A parameter with a prefix and a suffix in its segment.
+        (
+            "GET /images/img-42.png",
+            200,
+            "GET /images/img-42.png [id=42]",
         ),
         ("POST /form", 200, "form POST"),
         ("GET /form", 200, "form GET"),
@@ -148,6 +160,8 @@ fn unknown_paths_are_404(engine: Engine) {
         "/users/7/posts",
         "/files/",
         "/apix",
+        "/images/img-42.jpg",
+        "/images/img-.png",
     ] {
         let r = c.request(&format!("GET {path}"), "");
         assert_eq!(r.status, 404, "{path}");

@@ -17,9 +17,10 @@ const NESTED_REST: &str = "/{*rest}";
 
 /// A [`Handler`] that routes each request to the handler of its path and method.
 ///
-/// Routes are path patterns, matched by [`matchit`](https://docs.rs/matchit/0.8): `/users`, a
-/// parameter `/users/{id}` (one segment, up to the next `/`), a catch-all `/files/{*path}` (the
-/// rest of the path, at least one character, at the end of a pattern). A static segment wins
+/// Routes are path patterns, matched by [`matchit`](https://docs.rs/matchit/0.9): `/users`, a
+/// parameter `/users/{id}` (one segment, up to the next `/`), one with a prefix or suffix in its
+/// segment `/images/img-{id}.png`, a catch-all `/files/{*path}` (the rest of the path, at least
+/// one character, at the end of a pattern). A static segment wins
 /// over a parameter, a parameter over a catch-all; `/users` and `/users/` are different routes.
 /// A route's handler reads its parameters with [`Request::param`].
 ///
