@@ -500,6 +500,16 @@ fn limits_and_protocol_errors_close_with_their_codes(engine: Engine) {
     s.read_exact(&mut frame).expect("close frame");
     assert_eq!(u16::from_be_bytes([frame[2], frame[3]]), 1002);
 
+    // A 64-bit payload length with its most significant bit set (RFC 6455 §5.2: it MUST be 0)
+    // is a malformed frame, not a large one: 1002, not 1009.
+    let mut s = connect(srv.addr);
+    let mut bytes = upgrade_request("").into_bytes();
+    bytes.extend_from_slice(&[0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 5, 1, 2, 3, 4]);
+    s.write_all(&bytes).expect("send");
+    assert!(read_head(&mut s).starts_with("HTTP/1.1 101"));
+    s.read_exact(&mut frame).expect("close frame");
+    assert_eq!(u16::from_be_bytes([frame[2], frame[3]]), 1002);
+
     // The server still serves.
     let mut ws = client(srv.addr, "/ws");
     ws.send(Message::text("still here")).expect("send");

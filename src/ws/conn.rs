@@ -480,6 +480,8 @@ impl WsConn {
             | WsError::Io(_)
             | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => return self.end(),
             WsError::Utf8(_) => CloseCode::Invalid,
+            // tungstenite reads a length with its top bit set as one too large.
+            WsError::Capacity(_) if self.held.frames().malformed() => CloseCode::Protocol,
             WsError::Capacity(_) => CloseCode::Size,
             WsError::Protocol(_) => CloseCode::Protocol,
             _ => CloseCode::Error,

@@ -47,12 +47,19 @@ enum At {
         /// The header's first byte: FIN and the opcode.
         b0: u8,
     },
+    /// A header announced a 64-bit length with its most significant bit set, which RFC 6455
+    /// section 5.2 forbids: tungstenite fails the connection at it (as a frame too large), and
+    /// nothing after it is followed.
+    Malformed,
 }
 
 impl Frames {
     /// tungstenite was handed `bytes`, the next of the stream.
     pub(super) fn saw(&mut self, mut bytes: &[u8]) {
         loop {
+            if let At::Malformed = self.at {
+                return;
+            }
             if let At::Payload { left, seen, b0 } = &mut self.at {
                 let Some(rest) = usize::try_from(*left)
                     .ok()
@@ -135,8 +142,14 @@ impl Frames {
     pub(super) fn arriving(&self) -> usize {
         match self.at {
             At::Payload { seen, .. } => seen,
-            At::Boundary | At::Split { .. } => 0,
+            At::Boundary | At::Split { .. } | At::Malformed => 0,
         }
+    }
+
+    /// A header announced a length RFC 6455 forbids (its most significant bit set): the
+    /// connection fails as a protocol error (1002), not as a frame too large.
+    pub(super) fn malformed(&self) -> bool {
+        matches!(self.at, At::Malformed)
     }
 
     /// tungstenite's input buffer was made anew.
@@ -165,6 +178,9 @@ fn payload_after(header: &[u8]) -> At {
         127 => (2..10).fold(0u64, |n, i| (n << 8) | u64::from(byte(i))),
         short => u64::from(short),
     };
+    if left >> 63 != 0 {
+        return At::Malformed;
+    }
     At::Payload {
         left,
         seen: header_len(b1),
@@ -247,5 +263,33 @@ mod tests {
         // Two bytes of the next header.
         frames.saw(&frame(0x82, 5)[..2]);
         assert!(!frames.all_parsed(3));
+    }
+
+    #[test]
+    fn a_length_with_its_top_bit_set_is_malformed_in_one_piece_or_byte_by_byte() {
+        let mut bad = vec![0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 5, 1, 2, 3, 4];
+        bad.extend_from_slice(&frame(0x82, 3));
+        let mut whole = Frames::default();
+        whole.saw(&bad);
+        let mut bytewise = Frames::default();
+        for b in &bad {
+            assert!(!bytewise.malformed(), "not before its length is whole");
+            bytewise.saw(std::slice::from_ref(b));
+            if bytewise.malformed() {
+                break;
+            }
+        }
+        for frames in [whole, bytewise] {
+            assert!(frames.malformed());
+            assert!(!frames.all_parsed(0));
+            assert_eq!(frames.arriving(), 0);
+        }
+        // The largest length a frame may announce is still a length.
+        let mut frames = Frames::default();
+        frames.saw(&[
+            0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4,
+        ]);
+        assert!(!frames.malformed());
+        assert_eq!(frames.arriving(), 14);
     }
 }
