@@ -1,6 +1,6 @@
 //! Server-sent events over real sockets on every engine configuration: events pushed from
 //! another thread, Last-Event-ID, heartbeats, the client going away, the sender ending the
-//! stream, and server shutdown.
+//! stream (closed, or every clone dropped), and server shutdown.
 mod support;
 
 use std::io::{Read, Write};
@@ -182,6 +182,23 @@ fn the_sender_ends_the_stream(engine: Engine) {
     assert_eq!(sender.send(Event::data("x")), Err(SendError::Closed));
 }
 
+fn dropping_every_sender_ends_the_stream(engine: Engine) {
+    let (srv, rx) = server(engine);
+    let mut s = Stream::open(&srv, "/", "");
+    let (sender, _) = rx.recv_timeout(Duration::from_secs(5)).expect("sender");
+    let other = sender.clone();
+    sender.send(Event::data("one")).expect("send");
+    assert_eq!(s.events(1), "data: one\n\n");
+    drop(sender);
+    other.send(Event::data("two")).expect("a clone still sends");
+    assert_eq!(s.events(1), "data: two\n\n");
+    // Dropped from another thread while the stream waits: it wakes and ends.
+    std::thread::spawn(move || drop(other))
+        .join()
+        .expect("dropped");
+    assert!(s.ends(), "last chunk, then the connection closes");
+}
+
 fn shutdown_ends_open_streams(engine: Engine) {
     let (srv, rx) = server(engine);
     let mut s = Stream::open(&srv, "/", "");
@@ -213,6 +230,7 @@ engine_tests!(
     heartbeats_keep_a_quiet_stream_alive,
     the_sender_reports_a_client_that_went_away,
     the_sender_ends_the_stream,
+    dropping_every_sender_ends_the_stream,
     shutdown_ends_open_streams,
     a_head_request_closes_the_sender,
 );

@@ -4,7 +4,8 @@
 //! sender to whatever produces events (a thread, a broadcaster) and returns the response. The
 //! engine then writes each event as it is sent, a heartbeat comment when the stream has been
 //! quiet for [`SseConfig::heartbeat`], and ends the stream when the client goes away (the sender
-//! reports [`SendError::Closed`]), when [`SseSender::close`] is called, or at server shutdown.
+//! reports [`SendError::Closed`]), when [`SseSender::close`] is called or the last clone of the
+//! sender is dropped (after what is queued), or at server shutdown.
 //! An open stream costs no thread: on the thread-pool server it is parked between events like an
 //! idle keep-alive connection (with [`Parking::Off`](crate::server::Parking::Off) or
 //! [`Parking::Http`](crate::server::Parking::Http), a thread of its own); on the reactor it is a state of its connection.
@@ -41,7 +42,7 @@ use crate::Response;
 use crate::http::response::{Body, BodyKind, KnownType};
 use crate::http::session::WakeFlag;
 pub use sender::SseSender;
-use sender::{Queue, Shared, Stream};
+use sender::{Queue, Senders, Shared, Stream};
 
 /// Why an [`SseSender`] could not queue an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +51,7 @@ pub enum SendError {
     /// The stream ended: the client went away, [`SseSender::close`] was called, or the server
     /// shut down. Nothing more can be sent.
     Closed,
-    /// The queue holds [`SseConfig::max_queue`] bytes the client has not taken yet.
+    /// The client has not taken [`SseConfig::max_queue`] bytes or more yet.
     Full,
 }
 
@@ -141,8 +142,9 @@ pub struct SseConfig {
     /// A comment line is sent after this long without an event, so proxies and clients see a
     /// live stream and a vanished client is noticed (`None`: never). Default 15 s.
     pub heartbeat: Option<Duration>,
-    /// Bytes of events queued and not yet written beyond which [`SseSender::send`] fails with
-    /// [`SendError::Full`]. Default 1 MiB.
+    /// Bytes of events the client has not taken (queued, or being written) at which
+    /// [`SseSender::send`] fails with [`SendError::Full`]. An event is never cut: the one that
+    /// reaches the bound is queued whole. Default 1 MiB.
     pub max_queue: usize,
 }
 
@@ -188,7 +190,12 @@ impl Response {
             .with_body(Body {
                 kind: BodyKind::Session(Box::new(Stream(shared.clone()))),
             });
-        (response, SseSender { shared })
+        (
+            response,
+            SseSender {
+                senders: Arc::new(Senders(shared)),
+            },
+        )
     }
 }
 

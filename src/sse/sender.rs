@@ -79,6 +79,39 @@ impl Drop for Stream {
     }
 }
 
+impl Shared {
+    /// The stream ends after what is queued ([`SseSender::close`], the last sender dropped).
+    fn end(&self) {
+        {
+            let mut q = lock(&self.queue);
+            if q.flow != Flow::Open {
+                return;
+            }
+            q.flow = Flow::Ending;
+        }
+        self.wake();
+    }
+
+    /// Wakes the stream's engine to write what was queued (once per batch of pushes).
+    fn wake(&self) {
+        if self.notified.should_wake() {
+            if let Some(w) = self.waker.get() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// What every clone of one stream's sender shares: when the last one goes, nothing more can
+/// be sent, and the stream ends after what is queued, as on [`SseSender::close`].
+pub(super) struct Senders(pub(super) Arc<Shared>);
+
+impl Drop for Senders {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
 /// Sends events to one event stream from any thread. Cheap to clone.
 ///
 /// Made with its response by [`Response::event_stream`](crate::Response::event_stream): return the response from the handler
@@ -86,7 +119,8 @@ impl Drop for Stream {
 /// queues the event and wakes the engine, which writes it; it never blocks on the client. It fails
 /// with [`SendError::Closed`] once the client has gone, [`close`](SseSender::close) was called or
 /// the server shut down (drop the sender then), and with [`SendError::Full`] while the client is
-/// more than [`SseConfig::max_queue`] bytes behind.
+/// [`SseConfig::max_queue`] bytes or more behind. When the last clone of a sender is dropped the
+/// stream ends after what is queued, as on `close`.
 ///
 /// # Examples
 ///
@@ -115,7 +149,7 @@ impl Drop for Stream {
 /// ```
 #[derive(Clone)]
 pub struct SseSender {
-    pub(super) shared: Arc<Shared>,
+    pub(super) senders: Arc<Senders>,
 }
 
 impl std::fmt::Debug for SseSender {
@@ -127,8 +161,12 @@ impl std::fmt::Debug for SseSender {
 }
 
 impl SseSender {
+    fn shared(&self) -> &Shared {
+        &self.senders.0
+    }
+
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        lock(&self.shared.queue)
+        lock(&self.shared().queue)
     }
 
     fn push(&self, f: impl FnOnce(&mut Queue)) -> Result<(), SendError> {
@@ -137,7 +175,8 @@ impl SseSender {
             if q.flow != Flow::Open {
                 return Err(SendError::Closed);
             }
-            if q.bytes.len() >= self.shared.config.max_queue {
+            // What the client has not taken: queued, and moved to the output and not written.
+            if q.unsent() >= self.shared().config.max_queue {
                 return Err(SendError::Full);
             }
             let before = q.bytes.len();
@@ -148,16 +187,8 @@ impl SseSender {
                 self.fit(event)?;
             }
         }
-        self.wake();
+        self.shared().wake();
         Ok(())
-    }
-
-    fn wake(&self) {
-        if self.shared.notified.should_wake() {
-            if let Some(w) = self.shared.waker.get() {
-                w.wake();
-            }
-        }
     }
 
     /// Past the server's budget: room is made for `event` ([`budget::make_room`]), then it
@@ -197,9 +228,10 @@ impl SseSender {
         })
     }
 
-    /// Ends the stream once what is queued has been written.
+    /// Ends the stream once what is queued has been written (also when the queue is full).
+    /// Dropping the last clone of a sender does the same.
     pub fn close(&self) {
-        let _ = self.push(|q| q.flow = Flow::Ending);
+        self.shared().end();
     }
 
     /// True once the stream ended (the client went away, [`SseSender::close`], or shutdown).

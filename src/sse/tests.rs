@@ -206,3 +206,61 @@ fn what_a_client_sends_is_dropped_a_share_per_turn() {
     ));
     assert!(pipe.input.is_empty());
 }
+
+#[test]
+fn a_full_queue_counts_what_is_being_written_and_still_closes() {
+    let wakes = Arc::new(Wakes::default());
+    // Events of 10 bytes ("data: abc\n\n" is 11); the client takes nothing.
+    let (mut s, tx) = started(
+        SseConfig::default().heartbeat(None).max_queue(20),
+        &wakes,
+        None,
+    );
+    let mut pipe = Pipe::new();
+    pipe.room = 0;
+    tx.send(Event::data("abc")).expect("room");
+    tx.send(Event::data("abc")).expect("11 bytes behind: room");
+    assert_eq!(tx.send(Event::data("abc")), Err(SendError::Full));
+    // The stream moves its queue to its output, which the client does not take: those bytes
+    // are still behind.
+    let _ = drive(&mut *s, &mut pipe, Instant::now());
+    assert_eq!(
+        tx.send(Event::data("abc")),
+        Err(SendError::Full),
+        "22 bytes in the output count"
+    );
+    // Full or not, close ends the stream after what is queued.
+    tx.close();
+    assert!(tx.is_closed());
+    assert_eq!(tx.send(Event::data("x")), Err(SendError::Closed));
+    pipe.room = usize::MAX;
+    assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), Next::Close);
+    assert_eq!(
+        taken(&mut pipe),
+        "16\r\ndata: abc\n\ndata: abc\n\n\r\n0\r\n\r\n"
+    );
+}
+
+#[test]
+fn dropping_the_last_sender_ends_the_stream_after_what_is_queued() {
+    let wakes = Arc::new(Wakes::default());
+    let (mut s, tx) = started(SseConfig::default().heartbeat(None), &wakes, None);
+    let mut pipe = Pipe::new();
+    let idle = Next::Wait {
+        write: false,
+        deadline: None,
+    };
+    assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), idle);
+    let other = tx.clone();
+    drop(tx);
+    assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), idle, "one left");
+    other.send(Event::data("last")).expect("open");
+    let woken = wakes.count();
+    drop(other);
+    assert_eq!(drive(&mut *s, &mut pipe, Instant::now()), Next::Close);
+    assert_eq!(taken(&mut pipe), "C\r\ndata: last\n\n\r\n0\r\n\r\n");
+    assert!(
+        wakes.count() >= woken,
+        "the drop wakes the stream if need be"
+    );
+}
