@@ -101,6 +101,14 @@ fn ranges(engine: Engine) {
         let r = get(&mut c, "/file", h);
         assert_eq!((r.status, r.body.len()), (200, 1000), "{h}");
     }
+    // HEAD: range handling is defined for GET only (RFC 9110 §14.2), so the head of the 200.
+    for range in ["bytes=0-1", "bytes=5000-"] {
+        c.send(format!("HEAD /file HTTP/1.1\r\nHost: t\r\nRange: {range}\r\n\r\n").as_bytes());
+        let r = c.read_response(true).expect("HEAD response");
+        assert_eq!(r.status, 200, "{range}");
+        assert_eq!(r.header("content-length"), Some("1000"), "{range}");
+        assert_eq!(r.header("content-range"), None, "{range}");
+    }
     // If-Range that does not match Last-Modified: the whole file.
     let r = get(
         &mut c,

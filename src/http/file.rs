@@ -97,7 +97,8 @@ impl Response {
         };
         let len = meta.len();
         // Two `Range` fields make one value that is no range (RFC 9110 §5.3, §14.2): ignored.
-        let mut ranges = req.header_all("range");
+        // So is a HEAD's: range handling is defined for GET only (§14.2).
+        let mut ranges = req.header_all("range").filter(|_| req.method() == "GET");
         let range = ranges
             .next()
             .filter(|_| ranges.next().is_none())
