@@ -224,9 +224,11 @@ impl ServeDir {
                 let r = Response::file_opened(req, file, &meta, name);
                 // A 304 carries no representation metadata beyond its validators (RFC 9110
                 // §15.4.5): a cache that freshens its stored response with this one's fields
-                // would label a stored copy of another coding.
+                // would label a stored copy of another coding. It keeps the copy's strong tag,
+                // as its 200 does: a compression layer is told not to weaken it.
                 match r.status() {
                     200 | 206 => r.with_header("Content-Encoding", coding.token()),
+                    304 => r.stands_for_coding(coding.token()),
                     _ => r,
                 }
             }

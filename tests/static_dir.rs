@@ -305,6 +305,27 @@ fn compressed_files_keep_their_validators_in_304s(engine: Engine) {
     assert_eq!(r.status, 304);
     assert_eq!(r.header("etag"), Some(small_tag.as_str()));
     assert_eq!(r.header("vary"), small.header("vary"));
+
+    // A precompressed copy: its 200 goes through the layer as it is, strong tag and all, and so
+    // does its 304 (the layer does not weaken the tag of a 200 it never compressed).
+    fs::write(tree.public().join("app.js"), "let x = 1;\n".repeat(300)).expect("write");
+    // (As large as a body the layer would compress: the 304's length is the copy's.)
+    let gz = "a gzip copy\n".repeat(300);
+    fs::write(tree.public().join("app.js.gz"), &gz).expect("write copy");
+    let copy = get(&mut c, "/static/app.js", gzip);
+    assert_eq!(copy.status, 200);
+    assert_eq!(copy.header("content-encoding"), Some("gzip"));
+    assert_eq!(copy.text(), gz);
+    let copy_tag = copy.header("etag").expect("etag").to_owned();
+    assert!(copy_tag.starts_with('"'), "strong tag: {copy_tag}");
+    let r = get(
+        &mut c,
+        "/static/app.js",
+        &format!("{gzip}If-None-Match: {copy_tag}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(copy_tag.as_str()), "the 200's tag");
+    assert_eq!(r.header("vary"), Some("Accept-Encoding"));
 }
 
 #[cfg(feature = "compression")]

@@ -86,6 +86,7 @@ impl Response {
             return validated(304).not_modified_of(crate::http::response::Representation {
                 content_type: content_type(name),
                 len: meta.len(),
+                content_encoding: None,
             });
             #[cfg(not(feature = "compression"))]
             return validated(304);

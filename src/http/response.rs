@@ -45,6 +45,9 @@ pub struct Response {
 pub(crate) struct Representation {
     pub(crate) content_type: HeaderText,
     pub(crate) len: u64,
+    /// The `Content-Encoding` the 200 would have had: a precompressed copy's coding, which a
+    /// layer leaves as it is (and its strong tag with it). `None`: the file's own bytes.
+    pub(crate) content_encoding: Option<&'static str>,
 }
 
 impl Response {
@@ -93,6 +96,16 @@ impl Response {
     /// Records what this `304` stands for (never sent): see [`Representation`].
     pub(crate) fn not_modified_of(mut self, representation: Representation) -> Response {
         self.not_modified_of = Some(Box::new(representation));
+        self
+    }
+
+    #[cfg(feature = "compression")]
+    /// This `304` stands for a 200 that would have been sent with `Content-Encoding: coding`
+    /// (a precompressed copy's): see [`Representation::content_encoding`].
+    pub(crate) fn stands_for_coding(mut self, coding: &'static str) -> Response {
+        if let Some(r) = self.not_modified_of.as_deref_mut() {
+            r.content_encoding = Some(coding);
+        }
         self
     }
 

@@ -168,6 +168,8 @@ impl Compression {
             true => Validators::Varied,
         };
         let validators = match (response.representation(), response.content_type()) {
+            // Its 200 was already encoded (a precompressed copy), and left as it was.
+            (Some(r), _) if r.content_encoding.is_some() => Validators::Kept,
             (Some(r), _) => compressible(&r.content_type, Some(r.len)),
             (None, Some(content_type)) => compressible(content_type, None),
             (None, None) if coding.is_some() && holds_weak_form(req, &response) => {
