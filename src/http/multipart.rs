@@ -19,8 +19,15 @@ use crate::http::request::Request;
 /// How much of the body is fed to the parser at once.
 const FEED: usize = 64 * 1024;
 
+/// Most bytes fed to the parser for one part's head (its boundary line and header fields; the
+/// first's, the preamble before it too) without its end: past this the body is refused (400).
+/// The parser keeps a head whole and looks for its end over all of it at each piece fed.
+pub(crate) const MAX_PART_HEAD: u64 = 16 * 1024;
+
 /// Limits on a multipart body, beyond the engine's body limit. Default: 64 parts, 16 MiB a
-/// part, 64 MiB in all.
+/// part, 64 MiB in all; the engine's body limit (`max_body_bytes`, 16 MiB by default) bounds
+/// the whole first, so raise both for larger uploads. A part's head (its header fields) is
+/// bounded too, at 16 KiB: a longer one is a malformed body (400).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MultipartLimits {
     /// The most parts.
@@ -139,20 +146,37 @@ impl Source<'_> {
     /// Runs `poll` to its end, reading more of the body whenever it waits for it.
     fn drive<T>(
         &mut self,
+        poll: impl FnMut(&mut Context<'_>) -> Poll<Result<T, multer::Error>>,
+    ) -> Result<T, MultipartError> {
+        self.drive_within(u64::MAX, poll)
+    }
+
+    /// [`Source::drive`], refused (400) once more than `most` bytes were fed to it and it
+    /// still waits.
+    fn drive_within<T>(
+        &mut self,
+        most: u64,
         mut poll: impl FnMut(&mut Context<'_>) -> Poll<Result<T, multer::Error>>,
     ) -> Result<T, MultipartError> {
         let mut cx = Context::from_waker(Waker::noop());
+        let mut fed = 0u64;
         loop {
             match poll(&mut cx) {
                 Poll::Ready(Ok(value)) => return Ok(value),
                 Poll::Ready(Err(e)) => return Err(MultipartError::of(e, &self.feed())),
-                Poll::Pending => self.read_more()?,
+                Poll::Pending if fed > most => {
+                    return Err(MultipartError::new(
+                        400,
+                        format!("a part's head is over {most} bytes"),
+                    ));
+                }
+                Poll::Pending => fed = fed.saturating_add(self.read_more()? as u64),
             }
         }
     }
 
-    /// Feeds the next piece of the body, or its end.
-    fn read_more(&mut self) -> Result<(), MultipartError> {
+    /// Feeds the next piece of the body, or its end: the bytes fed.
+    fn read_more(&mut self) -> Result<usize, MultipartError> {
         if self.feed().ended {
             // Waiting with everything fed: the parser cannot go on.
             return Err(MultipartError::new(400, "the multipart body ends early"));
@@ -170,6 +194,7 @@ impl Source<'_> {
             Ok(n) => {
                 piece.truncate(n);
                 feed.chunks.push_back(Bytes::from(piece));
+                return Ok(n);
             }
             Err(e) => {
                 let status = crate::error::body_status(&e);
@@ -181,7 +206,7 @@ impl Source<'_> {
                 ));
             }
         }
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -189,6 +214,8 @@ impl Source<'_> {
 pub struct Multipart<'r> {
     parser: multer::Multipart<'static>,
     source: Source<'r>,
+    /// The part last given out: what its reader left is skipped before the next head.
+    current: Option<multer::Field<'static>>,
     parts: usize,
     limits: MultipartLimits,
 }
@@ -200,10 +227,21 @@ impl<'r> Multipart<'r> {
     /// # Errors
     ///
     /// More parts than the limit (413), a part or the whole over its limit (413), a malformed
-    /// body (400), or a body that could not be read.
+    /// body (400; a part's head over 16 KiB among them), or a body that could not be read.
     pub fn next_part(&mut self) -> Result<Option<Part<'_, 'r>>, MultipartError> {
+        // What the last part's reader left is skipped first, so that what is fed next is the
+        // next part's head, within its bound.
+        if let Some(mut field) = self.current.take() {
+            while self
+                .source
+                .drive(|cx| Pin::new(&mut field).poll_next(cx).map(Option::transpose))?
+                .is_some()
+            {}
+        }
         let parser = &mut self.parser;
-        let field = self.source.drive(|cx| parser.poll_next_field(cx))?;
+        let field = self
+            .source
+            .drive_within(MAX_PART_HEAD, |cx| parser.poll_next_field(cx))?;
         let Some(field) = field else {
             return Ok(None);
         };
@@ -215,7 +253,7 @@ impl<'r> Multipart<'r> {
             ));
         }
         Ok(Some(Part {
-            field,
+            field: self.current.insert(field),
             source: &mut self.source,
             chunk: Bytes::new(),
         }))
@@ -225,7 +263,7 @@ impl<'r> Multipart<'r> {
 /// One part of a multipart body: its field name, its file name and type for a file, and its
 /// bytes, read as from any [`Read`].
 pub struct Part<'m, 'r> {
-    field: multer::Field<'static>,
+    field: &'m mut multer::Field<'static>,
     source: &'m mut Source<'r>,
     /// What the parser gave and was not read out yet.
     chunk: Bytes,
@@ -253,7 +291,7 @@ impl Part<'_, '_> {
 
     /// The part's next piece, as the parser gives it: `None` at its end.
     fn next_chunk(&mut self) -> Result<Option<Bytes>, MultipartError> {
-        let field = &mut self.field;
+        let field = &mut *self.field;
         self.source
             .drive(|cx| Pin::new(&mut *field).poll_next(cx).map(Option::transpose))
     }
@@ -360,6 +398,7 @@ impl Request<'_> {
                 feed,
                 body: self.body_reader(),
             },
+            current: None,
             parts: 0,
             limits,
         })
@@ -491,5 +530,79 @@ mod tests {
             call(MultipartLimits::default(), "multipart/form-data", &body),
             400
         );
+    }
+
+    /// A body of parts named by `dispositions` (each part's `Content-Disposition` parameters),
+    /// each with `content` as its bytes.
+    fn parts_body(boundary: &str, parts: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (disposition, content) in parts {
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            body.extend_from_slice(
+                format!("Content-Disposition: form-data; {disposition}\r\n\r\n").as_bytes(),
+            );
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        body
+    }
+
+    #[test]
+    fn a_part_head_is_bounded_and_a_skipped_part_does_not_count_to_it() {
+        let kind = "multipart/form-data; boundary=b0undary";
+        let call = |handler: &dyn crate::Handler, body: Vec<u8>| {
+            let r = TestRequest::post("/")
+                .header("Content-Type", kind)
+                .body(body)
+                .call(handler);
+            (r.status(), r.text().unwrap_or_default())
+        };
+        // A head that never ends: refused within the bound, not read to the body's end.
+        let mut endless =
+            b"--b0undary\r\nContent-Disposition: form-data; name=\"a\"\r\nX: ".to_vec();
+        endless.resize(4 << 20, b'x');
+        let (status, text) = call(&report(MultipartLimits::default()), endless);
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains("head"), "{text}");
+        // A long head within the bound (a long file name) is read.
+        let name = format!("name=\"f\"; filename=\"{}\"", "n".repeat(12 * 1024));
+        let (status, text) = call(
+            &report(MultipartLimits::default()),
+            parts_body("b0undary", &[(&name, b"data")]),
+        );
+        assert_eq!(status, 200, "{text}");
+        // A large part left unread is skipped before the next head is looked for: its bytes
+        // are not a head's.
+        let big = vec![b'z'; 1 << 20];
+        let body = parts_body(
+            "b0undary",
+            &[("name=\"skip\"", &big), ("name=\"keep\"", b"kept")],
+        );
+        let only_keep = handler_fn(|req| {
+            let mut form = match req.multipart(MultipartLimits::default()) {
+                Ok(form) => form,
+                Err(e) => return e.into(),
+            };
+            let mut kept = String::new();
+            loop {
+                match form.next_part() {
+                    Ok(Some(mut part)) if part.name() == Some("keep") => match part.text() {
+                        Ok(text) => kept.push_str(&text),
+                        Err(e) => return e.into(),
+                    },
+                    Ok(Some(mut part)) => {
+                        // Read a little of it, then leave it.
+                        let mut first = [0u8; 10];
+                        if part.read_exact(&mut first).is_err() {
+                            return Response::new(500);
+                        }
+                    }
+                    Ok(None) => return Response::text(kept),
+                    Err(e) => return e.into(),
+                }
+            }
+        });
+        assert_eq!(call(&only_keep, body), (200, "kept".to_owned()));
     }
 }
