@@ -516,9 +516,9 @@ impl FramingRules {
             Some(Framing::Connection) => {
                 for token in value.split(|&b| b == b',').map(trim) {
                     if token.eq_ignore_ascii_case(b"close") {
-                        head.conn_close = true;
+                        head.persistence.close();
                     } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                        head.conn_keep_alive = true;
+                        head.persistence.keep_alive();
                     } else if token.eq_ignore_ascii_case(b"upgrade") {
                         head.conn_upgrade = true;
                     }
@@ -652,7 +652,11 @@ mod tests {
         assert_eq!(head.query(), Some("x=y"));
         assert_eq!(head.header("x-two"), Some("2"));
         assert_eq!(head.header("HOST"), Some("ex"));
-        assert!(head.conn_keep_alive && head.conn_upgrade && !head.conn_close);
+        assert!(head.conn_upgrade);
+        assert_eq!(
+            head.persistence,
+            crate::http::request::Persistence::KeepAlive
+        );
     }
 
     #[test]

@@ -71,6 +71,32 @@ impl Span {
 /// The most head storage kept for another request, in bytes.
 const MAX_KEPT_HEAD: usize = 64 * 1024;
 
+/// What a request's `Connection` field asks of the connection after its exchange.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Persistence {
+    /// Neither option: the version's default.
+    #[default]
+    Unsaid,
+    /// `keep-alive` (and not `close`).
+    KeepAlive,
+    /// `close`, whatever else the field lists.
+    Close,
+}
+
+impl Persistence {
+    /// The field lists `close`: that wins over anything.
+    pub(crate) fn close(&mut self) {
+        *self = Persistence::Close;
+    }
+
+    /// The field lists `keep-alive`: unless it also lists `close`.
+    pub(crate) fn keep_alive(&mut self) {
+        if *self == Persistence::Unsaid {
+            *self = Persistence::KeepAlive;
+        }
+    }
+}
+
 /// A parsed request head, owned, with its bytes copied out of the read buffer so the buffer can be
 /// reused for the body. Engines keep one per connection slot and reuse it: no allocation per
 /// request once warm.
@@ -86,9 +112,11 @@ pub(crate) struct RequestHead {
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Span, Span)>,
     pub(crate) body: BodyFraming,
-    pub(crate) conn_close: bool,
-    pub(crate) conn_keep_alive: bool,
+    /// What its `Connection` field asks of the connection after this exchange.
+    pub(crate) persistence: Persistence,
+    /// Its `Connection` field lists `upgrade`.
     pub(crate) conn_upgrade: bool,
+    /// It expects `100-continue` (HTTP/1.1 only).
     pub(crate) expect_continue: bool,
     /// Who the request comes from, behind proxies (set when the head is whole).
     pub(crate) origin: Origin,
@@ -106,8 +134,7 @@ impl RequestHead {
         self.method_end = 0;
         self.headers.clear();
         self.body = BodyFraming::Empty;
-        self.conn_close = false;
-        self.conn_keep_alive = false;
+        self.persistence = Persistence::Unsaid;
         self.conn_upgrade = false;
         self.expect_continue = false;
     }
@@ -231,9 +258,11 @@ impl RequestHead {
 
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) fn wants_keep_alive(&self) -> bool {
-        match self.version {
-            Version::Http11 => !self.conn_close,
-            Version::Http10 => self.conn_keep_alive && !self.conn_close,
+        match (self.persistence, self.version) {
+            (Persistence::Close, _) => false,
+            (Persistence::KeepAlive, _) => true,
+            // Persistent by default in HTTP/1.1 only (RFC 9112 §9.3).
+            (Persistence::Unsaid, version) => version == Version::Http11,
         }
     }
 }
@@ -600,6 +629,29 @@ mod tests {
         assert_eq!(req.header("Accept-"), None);
         let last: Vec<&[u8]> = head.values_of("accept").rev().take(2).collect();
         assert_eq!(last, [&b"\xff"[..], &b"application/json"[..]]);
+    }
+
+    #[test]
+    fn persistence_by_version_and_connection_options() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("1.1", "", true),
+            ("1.1", "Connection: close\r\n", false),
+            ("1.1", "Connection: keep-alive\r\n", true),
+            ("1.1", "Connection: keep-alive, close\r\n", false),
+            ("1.1", "Connection: close\r\nConnection: keep-alive\r\n", false),
+            ("1.1", "Connection: Upgrade\r\n", true),
+            ("1.0", "", false),
+            ("1.0", "Connection: Keep-Alive\r\n", true),
+            ("1.0", "Connection: keep-alive, close\r\n", false),
+            ("1.0", "Connection: close, keep-alive\r\n", false),
+        ];
+        for (version, fields, keeps) in cases {
+            let raw = format!("GET / HTTP/{version}\r\nHost: h\r\n{fields}\r\n");
+            let mut head = RequestHead::default();
+            let parsed = parse_head(raw.as_bytes(), &Limits::default(), &mut head);
+            assert!(matches!(parsed, Ok(Some(_))), "{parsed:?}");
+            assert_eq!(head.wants_keep_alive(), *keeps, "{raw:?}");
+        }
     }
 
     #[test]
