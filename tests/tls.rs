@@ -184,6 +184,43 @@ fn files_are_copied_through_tls(engine: Engine) {
     let _ = std::fs::remove_file(&path);
 }
 
+/// A request and the client's `close_notify` in one write, the socket left open: the server
+/// answers, then ends the session at once (rustls took the end off the socket, which will not
+/// report it again), not at the idle timeout.
+fn close_notify_behind_a_request_ends_the_connection(engine: Engine) {
+    let pki = Pki::new();
+    let idle = Duration::from_secs(60);
+    let srv = tls_server(
+        engine,
+        &pki,
+        Config {
+            idle_timeout: idle,
+            ..Config::default()
+        },
+    );
+    let mut c = pki.client(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let tls = c.reader.get_mut();
+    tls.conn
+        .writer()
+        .write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("queue the request");
+    tls.conn.send_close_notify();
+    let mut records = Vec::new();
+    while tls.conn.wants_write() {
+        tls.conn.write_tls(&mut records).expect("records");
+    }
+    let sent = Instant::now();
+    tls.sock.write_all(&records).expect("one write");
+    assert_eq!(c.response().status, 200);
+    assert!(c.closed_cleanly(), "close_notify, then EOF");
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(5), "closed after {took:?}");
+}
+
 fn shutdown_sends_close_notify(engine: Engine) {
     let pki = Pki::new();
     let (srv, mut c) = served_once(engine, &pki);
@@ -490,6 +527,7 @@ engine_tests!(
     limits_answer_their_statuses,
     websocket_over_tls,
     files_are_copied_through_tls,
+    close_notify_behind_a_request_ends_the_connection,
     shutdown_sends_close_notify,
     not_tls_is_refused_and_the_server_goes_on,
     pipelined_requests_across_a_buffer_boundary,

@@ -638,7 +638,11 @@ mod tests {
             ("1.1", "Connection: close\r\n", false),
             ("1.1", "Connection: keep-alive\r\n", true),
             ("1.1", "Connection: keep-alive, close\r\n", false),
-            ("1.1", "Connection: close\r\nConnection: keep-alive\r\n", false),
+            (
+                "1.1",
+                "Connection: close\r\nConnection: keep-alive\r\n",
+                false,
+            ),
             ("1.1", "Connection: Upgrade\r\n", true),
             ("1.0", "", false),
             ("1.0", "Connection: Keep-Alive\r\n", true),

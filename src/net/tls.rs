@@ -26,6 +26,9 @@ pub(crate) struct TlsStream<T: Transport> {
     tls: ServerConnection,
     /// Decrypted bytes inside rustls, not yet read out.
     plaintext: usize,
+    /// The client's `close_notify` came: once the plaintext is read out, reads return the end
+    /// of input, which the socket will not signal again (rustls took it off the socket).
+    peer_closed: bool,
     /// How the connection is to end.
     end: End,
 }
@@ -52,6 +55,7 @@ impl<T: Transport> TlsStream<T> {
             inner,
             tls,
             plaintext: 0,
+            peer_closed: false,
             end: End::Clean,
         })
     }
@@ -87,6 +91,7 @@ impl<T: Transport> TlsStream<T> {
         match self.tls.process_new_packets() {
             Ok(state) => {
                 self.plaintext = state.plaintext_bytes_to_read();
+                self.peer_closed = state.peer_has_closed();
                 Ok(())
             }
             Err(e) => {
@@ -200,8 +205,9 @@ impl<T: Transport> Transport for TlsStream<T> {
         self.inner.set_nonblocking(nonblocking)
     }
 
+    /// Decrypted bytes, or the client's `close_notify` (a read returns the end at once).
     fn buffered_input(&self) -> bool {
-        self.plaintext > 0 || self.inner.buffered_input()
+        self.plaintext > 0 || self.peer_closed || self.inner.buffered_input()
     }
 
     fn proxied_source(&self) -> Option<std::net::SocketAddr> {
