@@ -160,7 +160,7 @@ pub(crate) fn answer<H: Handler + ?Sized>(
     counters: &Counters,
 ) -> Answer {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        handler.handle(&mut Request::new(head, body, peer))
+        handler.handle(&mut Request::new(head, body, peer).within(counters.budget()))
     }));
     match outcome {
         Ok(response) => Answer::Returned(response),

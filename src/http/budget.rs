@@ -1,5 +1,6 @@
 //! One memory budget for a whole server: the bytes held for request bodies in memory, response
-//! tails waiting for a slow client, and WebSocket and event-stream send queues, all together.
+//! tails waiting for a slow client, WebSocket and event-stream send queues, and the encoders of
+//! responses compressed as they stream, all together.
 //! Every per-connection bound still holds; this bounds their sum. Envoy's overload manager is
 //! the model: past the budget the server degrades, it does not die.
 //!
@@ -13,6 +14,8 @@
 //!   passed by at most one message per session that keeps up;
 //! - a response already made is never cut for the budget: its tail waits for its client
 //!   under the minimum rate, and counts;
+//! - memory the server may go without is taken only below [`PAUSE_AT`] sixteenths
+//!   ([`Budget::optional`]): a response goes out uncompressed rather than hold an encoder;
 //! - from [`PAUSE_AT`] sixteenths of the budget held, a WebSocket stops reading its input (TCP
 //!   back-pressure on its peer: a message read may be sent on to many) until what is held
 //!   falls to [`RESUME_AT`] sixteenths ([`Budget::may_read`]).
@@ -273,6 +276,20 @@ impl Budget {
         self.held() >= self.0.limit
     }
 
+    /// A charge of `bytes` for memory the server may go without (an encoder's state for a
+    /// response compressed on the fly, which can go out as it is): taken only while what is
+    /// held stays under [`PAUSE_AT`] sixteenths of the budget with it, so it gives way before
+    /// bodies and sessions. `None`: go without.
+    #[cfg_attr(not(feature = "compression"), allow(dead_code))]
+    pub(crate) fn optional(&self, bytes: usize) -> Option<Held> {
+        let with = self.held().checked_add(bytes)?;
+        if with > self.share(PAUSE_AT) {
+            return None;
+        }
+        let mut held = self.charge();
+        held.try_grow(bytes).then_some(held)
+    }
+
     /// A charge of nothing yet, to grow and shrink as its holder's memory does.
     pub(crate) fn charge(&self) -> Held {
         Held {
@@ -456,6 +473,24 @@ impl Drop for Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn optional_memory_gives_way_before_the_budget_is_spent() {
+        // 15/16 of 160 is 150: room for optional memory up to there, not to the limit.
+        let b = Budget::new(160);
+        let first = b.optional(100).expect("fits under 150");
+        assert_eq!(b.held(), 100);
+        assert!(b.optional(60).is_none(), "160 would pass 150");
+        let second = b.optional(50).expect("150 is the mark");
+        assert!(b.optional(1).is_none());
+        assert_eq!(b.held(), 150);
+        // What is needed goes on past it.
+        let mut body = b.charge();
+        assert!(body.try_grow(10));
+        drop((first, second));
+        assert_eq!(b.held(), 10);
+        assert!(b.optional(usize::MAX).is_none(), "no overflow");
+    }
 
     #[test]
     fn charges_add_up_and_go_back_when_dropped() {

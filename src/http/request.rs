@@ -6,6 +6,7 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
 
 use crate::http::address::Address;
+use crate::http::budget::Budget;
 use crate::http::origin::{Origin, Scheme};
 
 /// Path parameters a handler in front of the one that answers matched for it (a
@@ -307,6 +308,9 @@ pub struct Request<'a> {
     extensions: ::http::Extensions,
     /// The application state of the innermost [`Router`](crate::Router) with one.
     state: Option<&'a State>,
+    /// The server's memory budget, for what a layer holds beyond the response (an encoder's
+    /// state); `None` outside a server (a [`TestRequest`](crate::testing::TestRequest)).
+    budget: Option<&'a Budget>,
 }
 
 /// Application state, as a router holds it: any value, shared by every request.
@@ -330,7 +334,20 @@ impl<'a> Request<'a> {
             params: None,
             extensions: ::http::Extensions::new(),
             state: None,
+            budget: None,
         }
+    }
+
+    /// This request as a server's: what it holds beyond its response counts to `budget`.
+    pub(crate) fn within(mut self, budget: &'a Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The server's memory budget (`None` outside a server).
+    #[cfg_attr(not(feature = "compression"), allow(dead_code))]
+    pub(crate) fn budget(&self) -> Option<&'a Budget> {
+        self.budget
     }
 
     /// This request, reborrowed with the path parameters of a matched route and the router's
@@ -351,6 +368,7 @@ impl<'a> Request<'a> {
             params: params.or(self.params),
             extensions: std::mem::take(&mut self.extensions),
             state: state.or(self.state),
+            budget: self.budget,
         }
     }
 

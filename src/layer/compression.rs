@@ -5,6 +5,7 @@ use std::io::{self, Read};
 
 use super::encoder::{Coding, Encoder, Levels, quality};
 use super::{Layer, Next};
+use crate::http::budget::{Budget, Held};
 use crate::http::file::entity_tags;
 use crate::http::response::BodyKind;
 use crate::{Body, Request, Response};
@@ -25,7 +26,12 @@ use crate::{Body, Request, Response};
 /// instead.
 ///
 /// Levels are fast ones, as actix-web's (gzip 1, brotli 3, zstd 3): the cost per response is
-/// in `bench/results/2026-11-24-compression.md`.
+/// in `bench/results/2026-11-24-compression.md`. Brotli's and zstd's windows are 512 KiB.
+///
+/// A body compressed as it streams keeps its encoder's state (1.5 MiB for brotli, 1.4 MiB for
+/// zstd, 336 KiB for gzip) for as long as its client takes to read it: that state counts to the
+/// server's memory budget, and while it would take what is held past 15/16 of the budget, the
+/// response goes out as it is (with `Vary: Accept-Encoding`).
 ///
 /// ```
 /// use twinhttp::layer::{Compression, HandlerExt};
@@ -103,7 +109,12 @@ impl Compression {
             && response.content_type().is_some_and(compresses)
     }
 
-    fn compress(&self, response: Response, coding: Option<Coding>) -> Response {
+    fn compress(
+        &self,
+        response: Response,
+        coding: Option<Coding>,
+        budget: Option<&Budget>,
+    ) -> Response {
         if !self.applies(&response) {
             return response;
         }
@@ -114,7 +125,7 @@ impl Compression {
         if response.body().len().is_some_and(|len| len < self.min_size) {
             return response;
         }
-        match encoded(response, coding, self.levels) {
+        match encoded(response, coding, self.levels, budget) {
             Ok(response) => response,
             Err(response) => response,
         }
@@ -127,7 +138,7 @@ impl Layer for Compression {
         let response = next.run(req);
         match response.status() {
             304 => self.not_modified(req, response, coding),
-            _ => self.compress(response, coding),
+            _ => self.compress(response, coding, req.budget()),
         }
     }
 }
@@ -195,11 +206,28 @@ fn holds_weak_form(req: &Request<'_>, response: &Response) -> bool {
 }
 
 /// `response` with its body encoded with `coding`; the response as it was when a fixed body
-/// cannot be compressed (logged). A stream's encoder is made at its first read.
-fn encoded(mut response: Response, coding: Coding, levels: Levels) -> Result<Response, Response> {
+/// cannot be compressed (logged), or when the server's memory budget has no room for a
+/// stream's encoder (it holds its state for the stream's life: [`Budget::optional`]). A
+/// stream's encoder is made at its first read.
+fn encoded(
+    mut response: Response,
+    coding: Coding,
+    levels: Levels,
+    budget: Option<&Budget>,
+) -> Result<Response, Response> {
     let fixed = match response.body().kind {
         BodyKind::Static(bytes) => Some(whole(bytes, coding, levels)),
         BodyKind::Bytes(ref bytes) => Some(whole(bytes, coding, levels)),
+        _ => None,
+    };
+    let state = match (&fixed, budget) {
+        (None, Some(budget)) => match budget.optional(coding.state_bytes()) {
+            Some(held) => Some(held),
+            None => {
+                log::debug!("compression: the memory budget is spent; a stream sent as it is");
+                return Err(response);
+            }
+        },
         _ => None,
     };
     let body = match fixed {
@@ -210,20 +238,20 @@ fn encoded(mut response: Response, coding: Coding, levels: Levels) -> Result<Res
         }
         None => match response.take_body().kind {
             BodyKind::Reader(reader, None) => {
-                Body::reader(Compressing::new(reader, coding, levels))
+                Body::reader(Compressing::new(reader, coding, levels, state))
             }
             // Exactly its length, as the engine would send it: no byte past it, and one that
             // ends short fails rather than ending a valid, shorter stream.
             BodyKind::Reader(reader, Some(len)) => {
                 let exact = Box::new(Exact(reader.take(len)));
-                Body::reader(Compressing::new(exact, coding, levels))
+                Body::reader(Compressing::new(exact, coding, levels, state))
             }
             BodyKind::File(file, len) => {
                 let exact = Box::new(Exact(file.take(len)));
-                Body::reader(Compressing::new(exact, coding, levels))
+                Body::reader(Compressing::new(exact, coding, levels, state))
             }
             BodyKind::Chunks(chunks) => {
-                Body::chunks(CompressingChunks::new(chunks, coding, levels))
+                Body::chunks(CompressingChunks::new(chunks, coding, levels, state))
             }
             kind => Body { kind },
         },
@@ -320,6 +348,8 @@ struct Compressing {
     /// Compressed bytes not yet read out, from `at`.
     out: Vec<u8>,
     at: usize,
+    /// The encoder's state, charged to the server's budget while the stream lasts.
+    _state: Option<Held>,
 }
 
 /// Where a [`Compressing`] reader stands.
@@ -333,12 +363,18 @@ enum Stage {
 }
 
 impl Compressing {
-    fn new(source: Box<dyn Read + Send>, coding: Coding, levels: Levels) -> Compressing {
+    fn new(
+        source: Box<dyn Read + Send>,
+        coding: Coding,
+        levels: Levels,
+        state: Option<Held>,
+    ) -> Compressing {
         Compressing {
             source,
             stage: Stage::Start(coding, levels),
             out: Vec::new(),
             at: 0,
+            _state: state,
         }
     }
 }
@@ -382,6 +418,8 @@ impl Read for Compressing {
 struct CompressingChunks {
     chunks: Box<dyn Iterator<Item = Vec<u8>> + Send>,
     encoder: Option<Encoder>,
+    /// The encoder's state, charged to the server's budget while the stream lasts.
+    _state: Option<Held>,
 }
 
 impl CompressingChunks {
@@ -389,11 +427,16 @@ impl CompressingChunks {
         chunks: Box<dyn Iterator<Item = Vec<u8>> + Send>,
         coding: Coding,
         levels: Levels,
+        state: Option<Held>,
     ) -> CompressingChunks {
         let encoder = Encoder::new(coding, levels)
             .map_err(|e| log::warn!("compression: {e}; the stream ends"))
             .ok();
-        CompressingChunks { chunks, encoder }
+        CompressingChunks {
+            chunks,
+            encoder,
+            _state: state,
+        }
     }
 }
 
@@ -657,7 +700,7 @@ mod tests {
             ]
             .into(),
         );
-        let mut reader = Compressing::new(Box::new(pieces), Coding::Gzip, Levels::default());
+        let mut reader = Compressing::new(Box::new(pieces), Coding::Gzip, Levels::default(), None);
         let (mut out, mut buf, mut interrupted) = (Vec::new(), [0u8; 64], 0);
         loop {
             match reader.read(&mut buf) {
@@ -686,7 +729,7 @@ mod tests {
                 io::Cursor::new(format!("{body}EXTRA")),
                 body.len() as u64,
             ));
-        let mut r = Compression::new().compress(exact, Some(Coding::Gzip));
+        let mut r = Compression::new().compress(exact, Some(Coding::Gzip), None);
         let BodyKind::Reader(mut reader, None) = r.take_body().kind else {
             panic!("a stream");
         };
@@ -699,7 +742,7 @@ mod tests {
                 io::Cursor::new(body.clone()),
                 body.len() as u64 + 10,
             ));
-        let mut r = Compression::new().compress(short, Some(Coding::Gzip));
+        let mut r = Compression::new().compress(short, Some(Coding::Gzip), None);
         let BodyKind::Reader(mut reader, None) = r.take_body().kind else {
             panic!("a stream");
         };

@@ -26,6 +26,18 @@ impl Coding {
         }
     }
 
+    /// Bytes an encoder of this coding holds while a stream is compressed (its window and
+    /// match tables), as measured: the resident growth per encoder of 50 encoders, each fed
+    /// 4 MiB of text in flushed 16 KiB pieces, was 328 KiB for gzip, 1,505 KiB for brotli and
+    /// 1,365 KiB for zstd (with the windows below; 4,582 and 2,898 KiB with their defaults).
+    pub(crate) fn state_bytes(self) -> usize {
+        match self {
+            Coding::Gzip => 336 * 1024,
+            Coding::Br => 1536 * 1024,
+            Coding::Zstd => 1408 * 1024,
+        }
+    }
+
     /// The file name suffix of a file precompressed with it.
     pub(crate) fn suffix(self) -> &'static str {
         match self {
@@ -92,8 +104,13 @@ impl Default for Levels {
     }
 }
 
-/// Brotli's window: 4 MiB, its default.
-const BROTLI_WINDOW: u32 = 22;
+/// Brotli's window: 512 KiB (its default is 4 MiB), as nginx's brotli module has it. A
+/// stream's encoder holds its window for the stream's life; text repeats within far less.
+const BROTLI_WINDOW: u32 = 19;
+
+/// zstd's window, likewise: 512 KiB (level 3's default for a stream of unknown size is
+/// 2 MiB).
+const ZSTD_WINDOW_LOG: u32 = 19;
 
 /// A compressor writing into a buffer that [`Encoder::push`] empties.
 pub(crate) enum Encoder {
@@ -116,7 +133,9 @@ impl Encoder {
                 BROTLI_WINDOW,
             ))),
             Coding::Zstd => {
-                Encoder::Zstd(zstd::stream::write::Encoder::new(Vec::new(), levels.zstd)?)
+                let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), levels.zstd)?;
+                encoder.window_log(ZSTD_WINDOW_LOG)?;
+                Encoder::Zstd(encoder)
             }
         })
     }
