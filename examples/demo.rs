@@ -216,6 +216,7 @@ fn stats_json(s: &Stats) -> String {
             Refusal::OverCapacity => format!("\"over_capacity\": {n}"),
             Refusal::HeaderTimeout => format!("\"header_timeout\": {n}"),
             Refusal::TooSlow => format!("\"too_slow\": {n}"),
+            Refusal::HeadOverBudget => format!("\"head_over_budget\": {n}"),
             Refusal::BodyOverBudget => format!("\"body_over_budget\": {n}"),
             Refusal::SessionOverBudget => format!("\"session_over_budget\": {n}"),
             Refusal::Status(status) => format!("\"{status}\": {n}"),

@@ -135,6 +135,7 @@ pub(crate) struct Counters {
     over_capacity: AtomicU64,
     header_timeouts: AtomicU64,
     too_slow: AtomicU64,
+    heads_over_budget: AtomicU64,
     /// Engine-answered statuses 400–599, by `status - 400`.
     statuses: Box<[AtomicU64]>,
     /// Connections in the server engine's parker (under its lock).
@@ -169,6 +170,7 @@ impl Counters {
             over_capacity: AtomicU64::new(0),
             header_timeouts: AtomicU64::new(0),
             too_slow: AtomicU64::new(0),
+            heads_over_budget: AtomicU64::new(0),
             statuses: (400..600).map(|_| AtomicU64::new(0)).collect(),
             parked: AtomicU64::new(0),
             loops: (0..loops)
@@ -217,6 +219,7 @@ impl Counters {
             Refusal::OverCapacity => &self.over_capacity,
             Refusal::HeaderTimeout => &self.header_timeouts,
             Refusal::TooSlow => &self.too_slow,
+            Refusal::HeadOverBudget => &self.heads_over_budget,
             Refusal::BodyOverBudget => return self.budget.body_refused(),
             Refusal::SessionOverBudget => return self.budget.session_dropped(),
             Refusal::Status(s) => match self.statuses.get(usize::from(s).wrapping_sub(400)) {
@@ -283,6 +286,10 @@ impl Counters {
             (Refusal::OverCapacity, self.over_capacity.load(Relaxed)),
             (Refusal::HeaderTimeout, self.header_timeouts.load(Relaxed)),
             (Refusal::TooSlow, self.too_slow.load(Relaxed)),
+            (
+                Refusal::HeadOverBudget,
+                self.heads_over_budget.load(Relaxed),
+            ),
         ];
         let (bodies, sessions) = self.budget.refusals();
         refused.push((Refusal::BodyOverBudget, bodies));

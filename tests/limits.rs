@@ -145,7 +145,62 @@ fn a_huge_head_gets_its_431_intact(engine: Engine) {
     assert!(c.is_closed());
 }
 
+/// A head longer than a working buffer (16 KiB) waits charged to the memory budget: with a
+/// budget of 64 KiB, four such heads wait (their buffers, grown to 32 KiB, hold 16 KiB each
+/// past the allowance), the fifth is told to try again (503), and once one of the four is
+/// whole and answered there is room for another.
+fn long_heads_that_wait_count_to_the_memory_budget(engine: Engine) {
+    use std::io::Write;
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+    use twinhttp::stats::Refusal;
+    let srv = start_with(
+        engine,
+        Config {
+            memory_budget: 64 * 1024,
+            // Without parking a waiting head holds its worker: room for all six here.
+            workers: 8,
+            ..Config::default()
+        },
+        app,
+    );
+    let part = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Long: {}\r\n",
+        "x".repeat(24 * 1024)
+    );
+    let held_reaches = |bytes: u64| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while srv.stats().memory_held != bytes {
+            assert!(Instant::now() < deadline, "{:#?}", srv.stats());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let mut waiting: Vec<TcpStream> = Vec::new();
+    for n in 1..=4u64 {
+        let mut s = support::connect(srv.addr);
+        s.write_all(part.as_bytes()).expect("send");
+        waiting.push(s);
+        held_reaches(n * 16 * 1024);
+    }
+    let (r, _) = probe(srv.addr, part.as_bytes());
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let refused = srv.stats().refused;
+    assert!(
+        refused.contains(&(Refusal::HeadOverBudget, 1)),
+        "{refused:?}"
+    );
+    let mut first = Client::of(waiting.remove(0));
+    first.send(b"\r\n");
+    assert_eq!(first.response().status, 200);
+    held_reaches(3 * 16 * 1024);
+    let mut fifth = support::connect(srv.addr);
+    fifth.write_all(part.as_bytes()).expect("send");
+    held_reaches(4 * 16 * 1024);
+}
+
 engine_tests!(
+    long_heads_that_wait_count_to_the_memory_budget,
     a_huge_head_gets_its_431_intact,
     target_too_long_414,
     method_too_long_501,

@@ -271,6 +271,13 @@ impl Budget {
         self.0.limit
     }
 
+    /// True when `n` more bytes fit now.
+    pub(crate) fn fits(&self, n: usize) -> bool {
+        self.held()
+            .checked_add(n)
+            .is_some_and(|with| with <= self.0.limit)
+    }
+
     /// True when nothing more fits.
     pub(crate) fn is_spent(&self) -> bool {
         self.held() >= self.0.limit

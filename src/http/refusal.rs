@@ -15,6 +15,9 @@ pub enum Refusal {
     /// A request with a body answered `503` (with `Retry-After`) because the server's memory
     /// budget was spent when its head came.
     BodyOverBudget,
+    /// A request head longer than a working buffer (16 KiB), not all come, answered `503`
+    /// (with `Retry-After`) because the server's memory budget had no room for it to wait.
+    HeadOverBudget,
     /// A WebSocket or event stream dropped because its send queue would have grown past the
     /// server's memory budget while it still held unsent data (a peer reading slower than it
     /// is sent to).

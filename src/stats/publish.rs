@@ -55,6 +55,7 @@ pub fn publish(stats: &Stats) {
             Refusal::OverCapacity => "over_capacity".to_owned(),
             Refusal::HeaderTimeout => "header_timeout".to_owned(),
             Refusal::TooSlow => "too_slow".to_owned(),
+            Refusal::HeadOverBudget => "head_over_budget".to_owned(),
             Refusal::BodyOverBudget => "body_over_budget".to_owned(),
             Refusal::SessionOverBudget => "session_over_budget".to_owned(),
             Refusal::Status(s) => s.to_string(),

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use super::body_in::BodyIn;
 use super::busy::{Busy, Exchange, Fill};
 use super::{Cx, Driver, Io, Phase, Request, Step};
+use crate::http::budget::ALLOWANCE;
 use crate::http::conn::Conn;
 use crate::http::origin::{self, Hop};
 use crate::http::refusal::Refusal;
@@ -64,6 +65,14 @@ fn head_step(
         Ok(Some(decoder)) => decoder,
         Ok(None) => {
             busy.keep_head(head, cx.pools);
+            // A head longer than a working buffer waits charged to the memory budget: with no
+            // room for it, it is turned away to try again soon.
+            let over = busy.read.len().saturating_sub(ALLOWANCE);
+            if over > 0 && !cx.tally.budget().fits(over) {
+                let _counted_below = conn.write_error(503, &mut busy.out, cx.date);
+                cx.tally.refused(Refusal::HeadOverBudget);
+                return Step::Progress;
+            }
             return Step::NeedInput;
         }
         Err(e) => {

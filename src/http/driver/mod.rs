@@ -40,6 +40,7 @@ use busy::{Busy, Exchange, Fill, Switch};
 use crate::MinRate;
 use crate::http::access::Logging;
 use crate::http::address::Address;
+use crate::http::budget::{ALLOWANCE, Held};
 use crate::http::buf::ReadBuf;
 use crate::http::conn::{After, Answer, Conn, Late};
 use crate::http::due::HeadDue;
@@ -59,7 +60,7 @@ enum Phase {
     /// Between requests with nothing buffered: it holds no buffer.
     Idle,
     /// Part of a request head came and the rest is awaited: its bytes, in a buffer about their
-    /// size.
+    /// size (charged past a working buffer's allowance: [`Driver::waiting`]).
     Partial(ReadBuf),
     /// An exchange under way, with the engine's buffers lent to it. (Boxed, from the pool: an
     /// idle connection stays small.)
@@ -108,6 +109,10 @@ pub(crate) struct Driver {
     peer: Hop,
     /// Whether the last wait for input found the stream drained.
     input: Input,
+    /// The charge to the memory budget of a long head's buffer while it waits
+    /// ([`Phase::Partial`]); none for a head within a working buffer's allowance, as nearly
+    /// every one is.
+    waiting: Option<Held>,
 }
 
 impl Driver {
@@ -124,6 +129,7 @@ impl Driver {
             due: HeadDue::first(now, rules.header_read),
             peer: Hop::of(peer),
             input: Input::Unknown,
+            waiting: None,
         }
     }
 
@@ -282,7 +288,7 @@ impl Driver {
                     if cx.readiness == Readiness::Level {
                         self.input = Input::Drained;
                     }
-                    self.rest(cx.pools);
+                    self.rest(cx.pools, cx.tally);
                     // At shutdown a connection idle after an exchange closes here: the engines
                     // only carry it out.
                     if cx.closing && self.closes_at_shutdown() {
@@ -418,7 +424,10 @@ impl Driver {
     /// back, and an exchange cut off ends in the access log with what was sent.
     pub(crate) fn close(&mut self, pools: &mut Pools) -> Action {
         match std::mem::replace(&mut self.phase, Phase::Over) {
-            Phase::Partial(bytes) => pools.give_read(bytes),
+            Phase::Partial(bytes) => {
+                self.waiting = None;
+                pools.give_read(bytes);
+            }
             Phase::Busy(busy) => {
                 match &busy.at {
                     Exchange::Streaming(st) => self.conn.streamed(st.sent()),
@@ -438,7 +447,11 @@ impl Driver {
         let partial = match &self.phase {
             Phase::Idle => None,
             Phase::Partial(_) => match self.phase.replace(Phase::Idle) {
-                Some(Phase::Partial(bytes)) => Some(bytes),
+                Some(Phase::Partial(bytes)) => {
+                    // Lent for the turn, the bytes are a working set's: their charge goes.
+                    self.waiting = None;
+                    Some(bytes)
+                }
                 _ => None,
             },
             Phase::Busy(_) | Phase::Linger(_) | Phase::Over => return,
@@ -449,8 +462,9 @@ impl Driver {
 
     /// Between requests with no output pending, the buffers go back to the pool: an idle
     /// connection holds none, and a partial head that waits keeps its bytes in a buffer their
-    /// size.
-    fn rest(&mut self, pools: &mut Pools) {
+    /// size, charged past a working buffer's allowance (its room was looked at when it was
+    /// found incomplete: [`input::head_step`]).
+    fn rest(&mut self, pools: &mut Pools, tally: &dyn Tally) {
         let Phase::Busy(busy) = &mut self.phase else {
             return;
         };
@@ -459,12 +473,26 @@ impl Driver {
         }
         let next = match busy.partial(pools) {
             None => Phase::Idle,
-            Some(bytes) => Phase::Partial(bytes),
+            Some(bytes) => {
+                if bytes.len() > ALLOWANCE {
+                    self.waiting = Some(waiting_charge(&bytes, tally));
+                }
+                Phase::Partial(bytes)
+            }
         };
         if let Some(Phase::Busy(busy)) = self.phase.replace(next) {
             pools.give_busy(busy);
         }
     }
+}
+
+/// The charge of a long head's buffer while it waits (its room was looked at when the head was
+/// found incomplete).
+#[cold]
+fn waiting_charge(bytes: &ReadBuf, tally: &dyn Tally) -> Held {
+    let mut charge = tally.budget().charge();
+    charge.hold(bytes.len());
+    charge
 }
 
 #[cfg(test)]

@@ -487,6 +487,45 @@ fn a_body_in_memory_and_a_response_tail_count_against_the_budget_until_done() {
     assert_eq!(budget.held(), 0, "all written");
 }
 
+#[test]
+fn a_long_head_that_waits_is_charged_and_turned_away_without_room() {
+    use crate::http::budget::{ALLOWANCE, Budget};
+    let long = format!(
+        "GET / HTTP/1.1\r\nHost: a\r\nX-Long: {}\r\n",
+        "x".repeat(ALLOWANCE + 4096)
+    );
+    // Room: the buffer it waits in (grown to 32 KiB for its 20 KiB) is held past the
+    // allowance while the head waits, and given back once the head is whole.
+    let mut b = Bench::new();
+    let budget = Budget::new(1 << 20);
+    b.tally.budget = budget.clone();
+    b.io.send(long.as_bytes());
+    assert_eq!(b.echo().0, 0);
+    assert_eq!(budget.held(), 32 * 1024 - ALLOWANCE);
+    b.io.send(b"\r\n");
+    assert_eq!(b.echo().0, 1);
+    assert_eq!(budget.held(), 0);
+    // A head within the allowance waits uncharged.
+    b.io.take_out();
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    assert_eq!(b.echo().0, 0);
+    assert_eq!(budget.held(), 0);
+    // No room: 503 with Retry-After, and a lingering close.
+    let mut b = Bench::new();
+    b.tally.budget = Budget::new(1024);
+    b.io.send(long.as_bytes());
+    let (ran, next) = b.echo();
+    assert_eq!(ran, 0);
+    let out = b.io.take_out();
+    assert!(
+        out.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("\r\nRetry-After: 1\r\n"), "{out}");
+    assert_eq!(b.refusals(), [Refusal::HeadOverBudget]);
+    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+}
+
 /// A bench whose handler streams every body.
 fn streaming() -> Bench {
     let mut b = Bench::new();
