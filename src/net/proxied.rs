@@ -124,6 +124,11 @@ enum Parsed {
 
 /// Parses a header at the start of `bytes`.
 fn parse(bytes: &[u8]) -> Parsed {
+    // A version 2 header longer than this server takes is refused once its length is read,
+    // not when its bytes have all come (or the header-read deadline has).
+    if v2_declared(bytes).is_some_and(|len| len > MAX_HEADER) {
+        return Parsed::Invalid;
+    }
     if let Some(local) = v2_local(bytes) {
         return local;
     }
@@ -186,16 +191,23 @@ fn v2_local(bytes: &[u8]) -> Option<Parsed> {
     if *rest.first()? != V2_LOCAL {
         return None;
     }
-    let Some(&[high, low]) = bytes.get(V2_FIXED - 2..V2_FIXED) else {
+    let Some(len) = v2_declared(bytes) else {
         return Some(Parsed::Partial);
-    };
-    let Some(len) = V2_FIXED.checked_add(usize::from(u16::from_be_bytes([high, low]))) else {
-        return Some(Parsed::Invalid);
     };
     Some(match bytes.len() >= len {
         true => Parsed::Header { len, source: None },
         false => Parsed::Partial,
     })
+}
+
+/// The whole length a version 2 header declares (its fixed 16 bytes and its address block),
+/// once its fixed part has come.
+fn v2_declared(bytes: &[u8]) -> Option<usize> {
+    bytes.strip_prefix(v2::PROTOCOL_PREFIX)?;
+    let &[high, low] = bytes.get(V2_FIXED - 2..V2_FIXED)? else {
+        return None;
+    };
+    Some(V2_FIXED + usize::from(u16::from_be_bytes([high, low])))
 }
 
 /// The length of a version 1 header's line, CRLF included, if it ended within the 107 bytes
@@ -446,6 +458,19 @@ mod tests {
         let mut version_3 = signature.to_vec();
         version_3.extend_from_slice(&[0x30, 0x11, 0x00, 0x00]);
         assert_eq!(parse(&version_3), Parsed::Invalid);
+        // One that declares more than this server takes is refused once its length is read,
+        // `PROXY` and `LOCAL` alike; one that declares just what it takes is awaited.
+        for command in [0x20, 0x21] {
+            let mut long = signature.to_vec();
+            let over = u16::try_from(MAX_HEADER - V2_FIXED + 1).expect("a length");
+            long.extend_from_slice(&[command, 0x11]);
+            long.extend_from_slice(&over.to_be_bytes());
+            assert_eq!(parse(&long), Parsed::Invalid, "{command:#x}");
+            let mut most = signature.to_vec();
+            most.extend_from_slice(&[command, 0x11]);
+            most.extend_from_slice(&(over - 1).to_be_bytes());
+            assert_eq!(parse(&most), Parsed::Partial, "{command:#x}");
+        }
     }
 
     #[test]
