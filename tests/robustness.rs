@@ -98,7 +98,66 @@ fn garbage_never_kills_a_worker(engine: Engine) {
     assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
 }
 
+/// An endless response body whose `Drop` panics: handler code, run wherever the connection's
+/// end drops it.
+struct PanicsWhenDropped;
+
+impl std::io::Read for PanicsWhenDropped {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        buf.fill(b'x');
+        Ok(buf.len())
+    }
+}
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("a response body panics when dropped");
+    }
+}
+
+/// A client that leaves while such a body streams to it: the connection's end drops the body
+/// on whichever thread drove it (the thread-pool server's parker, an event loop), and the panic
+/// costs that connection only: a keep-alive client parked meanwhile and a new one are served.
+fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    use twinhttp::{Body, Request, Response};
+    let srv = start_with(
+        engine,
+        Config::default(),
+        |req: &mut Request<'_>| match req.path() {
+            "/endless" => Response::new(200).with_body(Body::reader(PanicsWhenDropped)),
+            _ => Response::text("ok"),
+        },
+    );
+    let mut parked = Client::new(srv.addr);
+    assert_eq!(parked.roundtrip(GET).status, 200);
+    let mut leaving = support::connect(srv.addr);
+    leaving
+        .write_all(b"GET /endless HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    let mut some = [0u8; 4096];
+    leaving.read_exact(&mut some).expect("the body streams");
+    // Gone with unread bytes in its buffer: a reset, which the server's next write meets.
+    drop(leaving);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.open_connections() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the leaving connection never closed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(parked.roundtrip(GET).status, 200, "the parked client");
+    assert_eq!(
+        Client::new(srv.addr).roundtrip(GET).status,
+        200,
+        "a new one"
+    );
+}
+
 engine_tests!(
+    a_body_that_panics_when_dropped_costs_its_connection_only,
     panic_is_a_500_and_server_lives,
     over_max_connections_gets_503,
     garbage_never_kills_a_worker

@@ -142,6 +142,23 @@ impl Streaming {
     }
 }
 
+/// A body that ends here (produced to its end, or the connection closed under it) is dropped
+/// where its connection was driven: a handler's reader or iterator, whose `Drop` is handler
+/// code, is dropped with a panic in it caught, as its pieces are (logged; the thread that
+/// drives the connection goes on). A file is the core's: closed as it is.
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if !self.runs_handler_code() {
+            return;
+        }
+        let body = std::mem::replace(&mut self.body, BodyKind::Static(b""));
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body)));
+        if dropped.is_err() {
+            log::error!("response body panicked when dropped");
+        }
+    }
+}
+
 /// Reads the next piece of `reader` into `out` through `encoder` (no further than a length
 /// framing it); `Some(complete)` once it ended.
 fn piece(
