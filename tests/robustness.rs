@@ -156,8 +156,36 @@ fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
     );
 }
 
+/// A `HEAD` answered with such a body never reads it: it is dropped after the head is written,
+/// where the handler ran. With one worker (one loop inline), a panic there that killed the
+/// thread would leave the next request unanswered.
+fn a_head_response_body_that_panics_when_dropped_costs_nothing(engine: Engine) {
+    use twinhttp::{Body, Request, Response};
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        |req: &mut Request<'_>| match req.path() {
+            "/endless" => Response::new(200).with_body(Body::reader(PanicsWhenDropped)),
+            _ => Response::text("ok"),
+        },
+    );
+    for _ in 0..3 {
+        // A client of its own each time, closed after (without parking, a kept connection
+        // would hold the one worker).
+        let mut c = Client::new(srv.addr);
+        c.send(b"HEAD /endless HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let r = c.read_response(true).expect("the HEAD's response");
+        assert_eq!(r.status, 200);
+        assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
+    }
+}
+
 engine_tests!(
     a_body_that_panics_when_dropped_costs_its_connection_only,
+    a_head_response_body_that_panics_when_dropped_costs_nothing,
     panic_is_a_500_and_server_lives,
     over_max_connections_gets_503,
     garbage_never_kills_a_worker

@@ -365,7 +365,11 @@ impl Conn {
                 sent
             }
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
-            _ if encoder == Encoder::Skip => 0,
+            // Never sent (HEAD, 304): a handler's reader or iterator goes unread.
+            kind if encoder == Encoder::Skip => {
+                crate::http::stream::drop_caught(kind);
+                0
+            }
             BodyKind::Session(takeover) => {
                 self.access.done(0);
                 return After::Session(encoder, takeover);

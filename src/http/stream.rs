@@ -151,11 +151,16 @@ impl Drop for Streaming {
         if !self.runs_handler_code() {
             return;
         }
-        let body = std::mem::replace(&mut self.body, BodyKind::Static(b""));
-        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body)));
-        if dropped.is_err() {
-            log::error!("response body panicked when dropped");
-        }
+        drop_caught(std::mem::replace(&mut self.body, BodyKind::Static(b"")));
+    }
+}
+
+/// Drops a response body that may hold handler code (a reader, an iterator) with a panic in
+/// its `Drop` caught and logged: the thread that drops it goes on.
+pub(crate) fn drop_caught(body: BodyKind) {
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body)));
+    if dropped.is_err() {
+        log::error!("response body panicked when dropped");
     }
 }
 
