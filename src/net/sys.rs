@@ -26,12 +26,21 @@ impl<S: AsFd> Registered<S> {
     /// [support it](Poller::supports_edge) (epoll, kqueue). It stays armed, so it is never
     /// re-armed, and its owner must read until the socket says EAGAIN before it waits again.
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
-    pub(crate) fn edge(poller: Arc<Poller>, source: S, interest: Event) -> io::Result<Self> {
+    /// On failure the source comes back with the error, for its owner to drop where it may.
+    pub(crate) fn edge(
+        poller: Arc<Poller>,
+        source: S,
+        interest: Event,
+    ) -> Result<Self, (io::Error, S)> {
         // SAFETY: `source` moves into the returned `Registered`, whose `Drop` deletes it from
         // `poller` before the source is dropped; if `add_with_mode` fails nothing was
         // registered.
-        unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Edge)? };
-        Ok(Registered { source, poller })
+        let added =
+            unsafe { poller.add_with_mode(source.as_fd().as_raw_fd(), interest, PollMode::Edge) };
+        match added {
+            Ok(()) => Ok(Registered { source, poller }),
+            Err(e) => Err((e, source)),
+        }
     }
 
     /// Registers `source` level-triggered for `interest`, for pollers that

@@ -266,8 +266,8 @@ impl Connection {
     }
 
     /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered.
-    /// On failure the ticket comes back with the connection, unless registering
-    /// consumed (closed) its socket.
+    /// On failure the ticket comes back with the connection, for both to be dropped once the
+    /// parker's lock is let go.
     // The error gives the connection back on a cold path; boxing it would cost every
     // registration an allocation.
     #[allow(clippy::result_large_err)]
@@ -275,10 +275,10 @@ impl Connection {
         self,
         poller: &Arc<Poller>,
         ticket: Ticket,
-    ) -> Result<Connection, (Option<Connection>, Ticket)> {
+    ) -> Result<Connection, (Connection, Ticket)> {
         let watch = self.wants();
         if let Socket::Parkable(..) = self.0.socket {
-            return Err((Some(self), ticket));
+            return Err((self, ticket));
         }
         // Once per connection, at its first park: its parts move into a new box around the
         // registered socket (a second allocation in its life, made under the parker's lock).
@@ -303,19 +303,32 @@ impl Connection {
                     long_lived,
                     _open,
                 };
-                return Err((Some(Connection(Box::new(parts))), ticket));
+                return Err((Connection(Box::new(parts)), ticket));
             }
         };
-        match registered {
-            Ok(r) => Ok(Connection(Box::new(Parts {
-                socket: Socket::Parkable(r, ticket, watch),
-                peer,
-                phase,
-                long_lived,
-                _open,
-            }))),
-            Err(_) => Err((None, ticket)),
-        }
+        // Not registered (out of memory, or the system's limit of watched descriptors): the
+        // connection comes back whole, to be closed once the parker's lock is let go (its
+        // phase may hold handler code, whose drop may wake the parker).
+        let socket = match registered {
+            Ok(r) => Socket::Parkable(r, ticket, watch),
+            Err((_, stream)) => {
+                let parts = Parts {
+                    socket: Socket::Plain(stream),
+                    peer,
+                    phase,
+                    long_lived,
+                    _open,
+                };
+                return Err((Connection(Box::new(parts)), ticket));
+            }
+        };
+        Ok(Connection(Box::new(Parts {
+            socket,
+            peer,
+            phase,
+            long_lived,
+            _open,
+        })))
     }
 
     /// What a worker serves an HTTP connection with, borrowed together (`None`: a session).

@@ -368,14 +368,14 @@ impl Parker {
         }
     }
 
-    /// Registers a connection that has no key yet (under the lock). On failure the ticket
-    /// (and the connection, unless registering closed it) come back to be dropped unlocked.
+    /// Registers a connection that has no key yet (under the lock). On failure the ticket and
+    /// the connection come back, to be dropped unlocked.
     #[allow(clippy::type_complexity, clippy::result_large_err)]
     fn register(
         self: &Arc<Self>,
         parked: &mut Parked,
         conn: Connection,
-    ) -> Result<(Connection, usize), (Option<Connection>, Ticket)> {
+    ) -> Result<(Connection, usize), (Connection, Ticket)> {
         let key = parked.entries.insert(Entry::default());
         let ticket = Ticket {
             parker: Arc::downgrade(self),
@@ -387,26 +387,26 @@ impl Parker {
 
     /// Enrolls a connection that became a WebSocket or an event stream (its head is out):
     /// registered for reads and writes, counted so that shutdown waits for it to end. Returns
-    /// the wake-up its sender uses. `Err(Some(conn))`: refused (shutdown began after its answer
-    /// — a shutdown under way answers an upgrade 503 in the core —, or the poller failed): it
-    /// closes; `Err(None)`: the connection is gone.
+    /// the wake-up its sender uses. `Err(conn)`: refused (shutdown began after its answer — a
+    /// shutdown under way answers an upgrade 503 in the core —, or the poller failed): it
+    /// closes.
     // The connection comes back by value in the error, as it does from `register`.
     #[allow(clippy::result_large_err)]
     pub(crate) fn enroll(
         self: &Arc<Self>,
         conn: Connection,
-    ) -> Result<(Connection, WakeParked), Option<Connection>> {
+    ) -> Result<(Connection, WakeParked), Connection> {
         let mut parked = self.lock();
         if parked.stopping || parked.closed {
             drop(parked);
-            return Err(Some(conn));
+            return Err(conn);
         }
         let (conn, key) = match conn.ticket_key() {
             Some(key) => {
                 let mut conn = conn.into_long_lived();
                 if conn.watch().is_err() {
                     drop(parked);
-                    return Err(Some(conn));
+                    return Err(conn);
                 }
                 (conn, key)
             }
