@@ -92,17 +92,22 @@ impl Connection {
                 deadline,
             },
             session::Next::Again => Next::Again,
-            session::Next::Dispatch => {
-                if let (Some(pool), Some(work)) = (cx.pool, driver.take_work()) {
+            session::Next::Dispatch => match (cx.pool, driver.take_work()) {
+                (Some(pool), Some(work)) => {
                     *cx.away = cx.away.saturating_add(1);
                     pool.send(Job::Session {
                         key: cx.key,
                         id: self.id,
                         work,
                     });
+                    Self::busy()
                 }
-                Self::busy()
-            }
+                // Nothing would bring it back: closed rather than left waiting for ever.
+                _ => {
+                    log::error!("a session asked for its pool with nothing to hand it; closed");
+                    Next::Close
+                }
+            },
             // The callbacks are on a worker: their return drives it again.
             session::Next::Busy => Self::busy(),
             session::Next::Close => Next::Close,
