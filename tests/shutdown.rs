@@ -282,6 +282,68 @@ fn a_request_that_came_while_the_loop_was_held_is_answered_at_shutdown() {
         .expect("shutdown within its deadline");
 }
 
+/// Clients part-way through a head when shutdown begins wait for it in the server, never on a
+/// worker: with two workers and six such clients (their head deadline 2 s), a seventh whose
+/// head comes whole after shutdown began is answered at once, told the connection closes, and
+/// the shutdown ends about the slow ones' deadline after it began, not one deadline per worker's
+/// turn at them. (With parking: without it every connection has a worker of its own.)
+fn clients_part_way_through_a_head_at_shutdown_hold_no_worker(engine: Engine) {
+    const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 2,
+            header_read_timeout: Duration::from_secs(2),
+            ..Config::default()
+        },
+        app,
+    );
+    let part_way = |srv: &support::TestServer| {
+        let mut c = Client::new(srv.addr);
+        assert_eq!(c.roundtrip(GET).status, 200);
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n");
+        c
+    };
+    // The late one last: the shutdown pass meets it after the slow ones.
+    let _slow: Vec<Client> = (0..6).map(|_| part_way(&srv)).collect();
+    let mut late = part_way(&srv);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.stats().reading < 7 {
+        assert!(Instant::now() < deadline, "{:#?}", srv.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    srv.shutdown_handle().shutdown();
+    let began = Instant::now();
+    late.send(b"\r\n");
+    let r = late.response();
+    assert_eq!((r.status, r.closes()), (200, true));
+    let answered = began.elapsed();
+    assert!(
+        answered < Duration::from_secs(1),
+        "answered after {answered:?}"
+    );
+    srv.shutdown(Duration::from_secs(20))
+        .expect("shutdown within its deadline");
+    let took = began.elapsed();
+    assert!(took < Duration::from_millis(4500), "shutdown took {took:?}");
+}
+
+#[cfg(feature = "server")]
+#[test]
+fn on_the_server_engine_clients_part_way_through_a_head_at_shutdown_hold_no_worker() {
+    clients_part_way_through_a_head_at_shutdown_hold_no_worker(Engine::Server);
+}
+
+#[test]
+fn on_the_reactor_inline_clients_part_way_through_a_head_at_shutdown_hold_no_worker() {
+    clients_part_way_through_a_head_at_shutdown_hold_no_worker(Engine::ReactorInline);
+}
+
+#[test]
+fn on_the_reactor_pool_clients_part_way_through_a_head_at_shutdown_hold_no_worker() {
+    clients_part_way_through_a_head_at_shutdown_hold_no_worker(Engine::ReactorPool);
+}
+
 engine_tests!(
     a_fresh_connection_gets_a_moment_for_its_first_request,
     in_flight_finish_idle_close,

@@ -41,11 +41,10 @@ struct Parked {
     /// costs no change to the set); an entry that comes due for a connection that is not
     /// parked, or parked with a later deadline, goes or moves ([`Timers`]).
     timers: Timers,
-    /// Registered WebSockets and event streams (parked or not): shutdown waits for them to end
-    /// (closing handshakes, queued events).
-    sessions: usize,
-    /// Shutdown began: HTTP connections are closed instead of parked; WebSockets and event
-    /// streams still park while they end.
+    /// Shutdown began: every registered connection (parked or with a worker) goes on here until
+    /// it ends — its driver closes an HTTP connection as soon as its exchange allows, a
+    /// WebSocket or event stream ends its way —, and the parker thread waits for the last; a
+    /// connection the acceptor hands over now is not taken in.
     stopping: bool,
     /// The parker thread has ended: nothing parks any more.
     closed: bool,
@@ -65,8 +64,6 @@ struct Entry {
     place: Place,
     /// The parked connection's deadline (none while a worker has it), and its timer entry.
     due: Due,
-    /// A WebSocket or an event stream (counted in `Parked::sessions`).
-    session: bool,
 }
 
 /// Where a registered connection is.
@@ -148,13 +145,10 @@ impl Drop for Ticket {
             if parked.entries.get(self.key).is_some_and(|e| !e.is_parked()) {
                 let mut entry = parked.entries.remove(self.key);
                 parked.timers.remove(self.key, &mut entry.due);
-                if entry.session {
-                    parked.sessions -= 1;
-                    if parked.stopping && parked.sessions == 0 {
-                        // The parker thread waits for the last one to end.
-                        drop(parked);
-                        let _ = parker.poller.notify();
-                    }
+                if parked.stopping && parked.entries.is_empty() {
+                    // The parker thread waits for the last connection to end.
+                    drop(parked);
+                    let _ = parker.poller.notify();
                 }
             }
         }
@@ -228,7 +222,6 @@ impl Parker {
             parked: Mutex::new(Parked {
                 entries: Slab::new(),
                 timers: Timers::default(),
-                sessions: 0,
                 stopping: false,
                 closed: false,
                 queue: Some(queue),
@@ -289,7 +282,11 @@ impl Parker {
     pub(crate) fn park(self: &Arc<Self>, mut conn: Connection) -> Parking {
         conn.settle();
         let mut parked = self.lock();
-        if parked.closed || (parked.stopping && !conn.is_long_lived()) {
+        // At shutdown a connection registered here goes on here, its driver closing it as soon
+        // as its exchange allows (as on the reactor), and never holds a worker to wait on its
+        // client; one the acceptor has just handed over is not taken in.
+        let fresh = conn.ticket_key().is_none() && !conn.is_long_lived();
+        if parked.closed || (parked.stopping && fresh) {
             drop(parked);
             return Parking::Refused(conn);
         }
@@ -386,8 +383,8 @@ impl Parker {
     }
 
     /// Enrolls a connection that became a WebSocket or an event stream (its head is out):
-    /// registered for reads and writes, counted so that shutdown waits for it to end. Returns
-    /// the wake-up its sender uses. `Err(conn)`: refused (shutdown began after its answer — a
+    /// registered for reads and writes (shutdown waits for it to end, as for every registered
+    /// connection). Returns the wake-up its sender uses. `Err(conn)`: refused (shutdown began after its answer — a
     /// shutdown under way answers an upgrade 503 in the core —, or the poller failed): it
     /// closes.
     // The connection comes back by value in the error, as it does from `register`.
@@ -419,12 +416,6 @@ impl Parker {
                 }
             },
         };
-        if let Some(entry) = parked.entries.get_mut(key) {
-            if !entry.session {
-                entry.session = true;
-                parked.sessions += 1;
-            }
-        }
         drop(parked);
         let wake = WakeParked {
             parker: Arc::downgrade(self),

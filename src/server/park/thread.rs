@@ -19,8 +19,10 @@ use crate::timers::Fired;
 impl Parker {
     /// The parker thread: hands ready connections to the workers, closes idle HTTP connections
     /// whose time is up and hands WebSockets and event streams whose timer is due to a worker.
-    /// At shutdown idle HTTP connections close, WebSockets go to the workers to close with 1001
-    /// and event streams to end after what is queued; the thread ends when the last has.
+    /// At shutdown idle HTTP connections close, the others are driven here until their
+    /// exchange allows it (a head part-way waits here for the rest or its deadline, never on a
+    /// worker), WebSockets go to the workers to close with 1001 and event streams to end after
+    /// what is queued; the thread ends when the last registered connection has.
     pub(crate) fn run(self: &Arc<Self>) {
         let _ended = Ended(self);
         let Some(queue) = self.lock().queue.clone() else {
@@ -80,7 +82,10 @@ impl Parker {
                         }
                     }
                 }
-                if parked.stopping && parked.sessions == 0 && ready.is_empty() && backlog.is_empty()
+                if parked.stopping
+                    && parked.entries.is_empty()
+                    && ready.is_empty()
+                    && backlog.is_empty()
                 {
                     // Later parks are refused and their connections closed by the worker.
                     parked.closed = true;
