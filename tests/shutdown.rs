@@ -328,6 +328,31 @@ fn clients_part_way_through_a_head_at_shutdown_hold_no_worker(engine: Engine) {
     assert!(took < Duration::from_millis(4500), "shutdown took {took:?}");
 }
 
+/// A keep-alive connection its worker lingers on for the next request (`park_linger`) when
+/// shutdown begins is closed at once, not parked with its idle deadline (60 s here): the
+/// shutdown ends within its grace.
+#[cfg(feature = "server")]
+#[test]
+fn a_keep_alive_connection_lingering_on_its_worker_at_shutdown_closes_at_once() {
+    let srv = twinhttp::server::Server::builder()
+        .workers(2)
+        .idle_timeout(Duration::from_secs(60))
+        .park_linger(Duration::from_millis(500))
+        .serve("127.0.0.1:0", app)
+        .expect("a server");
+    let mut c = Client::new(srv.local_addr());
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status,
+        200
+    );
+    let began = Instant::now();
+    srv.shutdown(Duration::from_secs(5))
+        .expect("shutdown within its grace");
+    let took = began.elapsed();
+    assert!(took < Duration::from_secs(2), "shutdown took {took:?}");
+    assert!(c.is_closed(), "the idle connection closed");
+}
+
 #[cfg(feature = "server")]
 #[test]
 fn on_the_server_engine_clients_part_way_through_a_head_at_shutdown_hold_no_worker() {

@@ -27,7 +27,9 @@ pub(crate) const MAX_PART_HEAD: u64 = 16 * 1024;
 /// Limits on a multipart body, beyond the engine's body limit. Default: 64 parts, 16 MiB a
 /// part, 64 MiB in all; the engine's body limit (`max_body_bytes`, 16 MiB by default) bounds
 /// the whole first, so raise both for larger uploads. A part's head (its header fields) is
-/// bounded too, at 16 KiB: a longer one is a malformed body (400).
+/// bounded too: one that has not ended once 16 KiB of it were fed to the parser is a malformed
+/// body (400); the body is fed in pieces of up to 64 KiB, so a head that ends within the piece
+/// that passed 16 KiB is still read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MultipartLimits {
     /// The most parts.

@@ -67,7 +67,7 @@ fn head_step(
             busy.keep_head(head, cx.pools);
             // A head longer than a working buffer waits charged to the memory budget: with no
             // room for it, it is turned away to try again soon.
-            let over = busy.read.len().saturating_sub(ALLOWANCE);
+            let over = busy.read.filled().len().saturating_sub(ALLOWANCE);
             if over > 0 && !cx.tally.budget().fits(over) {
                 let _counted_below = conn.write_error(503, &mut busy.out, cx.date);
                 cx.tally.refused(Refusal::HeadOverBudget);

@@ -284,9 +284,11 @@ impl Parker {
         let mut parked = self.lock();
         // At shutdown a connection registered here goes on here, its driver closing it as soon
         // as its exchange allows (as on the reactor), and never holds a worker to wait on its
-        // client; one the acceptor has just handed over is not taken in.
+        // client; one the acceptor has just handed over is not taken in, nor one idle between
+        // exchanges (driven before shutdown began, it waits for a next request: its worker
+        // closes it with the shutdown's rules; parked, it would keep its idle deadline).
         let fresh = conn.ticket_key().is_none() && !conn.is_long_lived();
-        if parked.closed || (parked.stopping && fresh) {
+        if parked.closed || (parked.stopping && (fresh || conn.closes_at_shutdown())) {
             drop(parked);
             return Parking::Refused(conn);
         }
