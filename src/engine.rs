@@ -274,23 +274,72 @@ pub(crate) fn keep<'a>(
         .collect()
 }
 
-impl Running {
-    pub(crate) fn new(
-        address: Address,
-        control: Arc<Control>,
-        wakers: Vec<Arc<Poller>>,
-        threads: Vec<JoinHandle<()>>,
-        listeners: Vec<OwnedFd>,
-    ) -> Self {
+/// An engine being started: the threads spawned so far, and the pollers that wake them.
+/// [`Starting::finish`] makes it the running engine; dropped before that (a later thread,
+/// poller or loop could not be made), it stops and joins what it had started, so a start that
+/// fails leaves nothing serving.
+///
+/// An engine declares it before anything its threads wait on to end (a channel's sender): those
+/// are dropped first, then the threads are joined.
+pub(crate) struct Starting {
+    handle: ShutdownHandle,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Starting {
+    pub(crate) fn new(control: Arc<Control>) -> Self {
+        Starting {
+            handle: ShutdownHandle {
+                control,
+                wakers: Vec::new(),
+            },
+            threads: Vec::new(),
+        }
+    }
+
+    /// `poller` is notified when shutdown begins (a thread of the engine sleeps in it).
+    pub(crate) fn wakes(&mut self, poller: Arc<Poller>) {
+        self.handle.wakers.push(poller);
+    }
+
+    /// Spawns one of the engine's own threads ([`Control::spawn`]).
+    pub(crate) fn spawn(
+        &mut self,
+        name: &str,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), Error> {
+        self.threads.push(self.handle.control.spawn(name, f)?);
+        Ok(())
+    }
+
+    /// Every thread started: the engine runs, serving on `listeners`' duplicates kept for a
+    /// successor.
+    pub(crate) fn finish(mut self, address: Address, listeners: Vec<OwnedFd>) -> Running {
+        let control = &self.handle.control;
         *control.listeners.lock().unwrap_or_else(|e| e.into_inner()) = listeners;
         crate::systemd::ready();
         Running {
             address,
-            handle: ShutdownHandle { control, wakers },
-            threads,
+            handle: self.handle.clone(),
+            threads: std::mem::take(&mut self.threads),
         }
     }
+}
 
+impl Drop for Starting {
+    fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        log::error!("the engine could not start: stopping the threads it had started");
+        self.handle.stop();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Running {
     /// Duplicates of the listening sockets, to hand to a successor process.
     pub(crate) fn listener_fds(&self) -> Result<Vec<OwnedFd>, Error> {
         self.handle.control.listener_fds()
@@ -338,6 +387,11 @@ impl ShutdownHandle {
     /// Begins the shutdown; returns at once.
     pub fn shutdown(&self) {
         crate::systemd::stopping();
+        self.stop();
+    }
+
+    /// Sets the flag and wakes the engine's threads to see it.
+    fn stop(&self) {
         // A successor has its own copies; without one, new connects are refused at once.
         self.control.close_listeners();
         self.control.shutting_down.store(true, Ordering::Release);
@@ -362,5 +416,66 @@ pub(crate) fn wait_events(
             log::error!("{who}: poll failed: {e}");
             thread::sleep(Duration::from_millis(10));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start dropped part-way stops the threads it started and joins them: a thread that
+    /// sleeps in its poller until shutdown has ended when the drop returns.
+    #[test]
+    fn a_start_dropped_part_way_stops_and_joins_its_threads() {
+        let control = Arc::new(Control::new(0, 1 << 20));
+        let poller = Arc::new(Poller::new().expect("poller"));
+        let (ended_tx, ended_rx) = crossbeam_channel::bounded(1);
+        let (started_tx, started_rx) = crossbeam_channel::bounded(1);
+        let mut starting = Starting::new(control.clone());
+        starting.wakes(poller.clone());
+        let (ctl, p) = (control.clone(), poller.clone());
+        starting
+            .spawn("test-thread", move || {
+                let mut events = Events::new();
+                let _ = started_tx.send(());
+                while !ctl.is_shutting_down() {
+                    wait_events(&p, &mut events, None, "test");
+                }
+                let _ = ended_tx.send(());
+            })
+            .expect("spawn");
+        started_rx.recv().expect("the thread started");
+        assert_eq!(control.stats().threads, 1);
+        drop(starting);
+        assert!(control.is_shutting_down());
+        assert_eq!(
+            ended_rx.try_recv(),
+            Ok(()),
+            "joined before the drop returned"
+        );
+        assert_eq!(control.stats().threads, 0);
+    }
+
+    /// A finished start hands its threads to the running engine, which its shutdown stops.
+    #[test]
+    fn a_finished_start_runs_until_shut_down() {
+        let control = Arc::new(Control::new(0, 1 << 20));
+        let poller = Arc::new(Poller::new().expect("poller"));
+        let mut starting = Starting::new(control.clone());
+        starting.wakes(poller.clone());
+        let ctl = control.clone();
+        starting
+            .spawn("test-thread", move || {
+                let mut events = Events::new();
+                while !ctl.is_shutting_down() {
+                    wait_events(&poller, &mut events, None, "test");
+                }
+            })
+            .expect("spawn");
+        let address = Address::Unix(None);
+        let running = starting.finish(address, Vec::new());
+        assert!(!control.is_shutting_down(), "finishing stops nothing");
+        running.shutdown(Duration::from_secs(5)).expect("shutdown");
+        assert_eq!(control.stats().threads, 0);
     }
 }

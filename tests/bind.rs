@@ -66,6 +66,32 @@ fn a_listener_bound_by_the_caller_is_served() {
     }
 }
 
+/// A start that fails part-way leaves nothing serving: the reactor's second listener cannot be
+/// watched (it is a file: epoll refuses it), so `serve_listeners` fails, and the first
+/// listener's port then refuses connections (its loop used to be serving already, for good).
+#[test]
+fn a_start_that_fails_leaves_nothing_serving() {
+    for pool in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let file = std::fs::File::open("Cargo.toml").expect("a file");
+        let not_a_socket = TcpListener::from(std::os::fd::OwnedFd::from(file));
+        let builder = match pool {
+            false => Reactor::builder(),
+            true => Reactor::builder().dispatch(twinhttp::reactor::Dispatch::Pool(2)),
+        };
+        let started = builder.serve_listeners(vec![listener.into(), not_a_socket.into()], hello);
+        let err = started.expect_err("a listener that is a file");
+        assert!(err.is_io(), "pool {pool}: {err:?}");
+        let connect = TcpStream::connect_timeout(&addr, Duration::from_secs(5));
+        assert_eq!(
+            connect.map_err(|e| e.kind()).err(),
+            Some(std::io::ErrorKind::ConnectionRefused),
+            "pool {pool}: the first listener is closed"
+        );
+    }
+}
+
 /// One request with `Connection: close`; the answer is `hi`.
 fn assert_hi(addr: std::net::SocketAddr) {
     assert_eq!(who(addr), "hi");

@@ -340,7 +340,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// When the address cannot be bound or a thread or poller cannot be created.
+    /// When the address cannot be bound or a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Reactor, Error> {
         let (listeners, shared_listener) = match self.accept {
             Accept::ReusePort => (
@@ -366,7 +367,8 @@ impl Builder {
     /// # Errors
     ///
     /// When the path cannot be bound (a live server listens there, a directory is missing) or
-    /// a thread or poller cannot be created.
+    /// a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve_unix<H: Handler>(
         self,
         path: impl AsRef<Path>,
@@ -384,7 +386,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// When the listener is unusable or a thread or poller cannot be created.
+    /// When the listener is unusable or a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve_listener<H: Handler>(
         self,
         listener: impl Into<Listener>,
@@ -403,7 +406,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// When there is no listener, one is unusable, or a thread or poller cannot be created.
+    /// When there is no listener, one is unusable, or a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve_listeners<H: Handler>(
         self,
         mut listeners: Vec<Listener>,

@@ -7,7 +7,7 @@ use polling::Poller;
 
 use super::inbox::Inbox;
 use super::{Builder, Dispatch, Reactor, event_loop, pool};
-use crate::engine::{Control, Running};
+use crate::engine::{Control, Starting};
 use crate::net::acceptor::Acceptor;
 use crate::net::transport::Listener;
 use crate::{Error, Handler};
@@ -34,9 +34,12 @@ impl Builder {
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::new(listeners.len(), cfg.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
+        // Declared before the pool's senders (held by the loops): dropped on a failed start
+        // after them, so the pool threads it joins see their queue end.
+        let mut starting = Starting::new(control.clone());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
-        let mut threads = Vec::new();
-        let mut wakers = Vec::new();
+        // Every loop is made (its poller, its listener registered) before any thread starts.
+        let mut loops = Vec::new();
         let mut inboxes = Vec::new();
         for (i, listener) in listeners.into_iter().enumerate() {
             let poller = Arc::new(Poller::new()?);
@@ -59,20 +62,36 @@ impl Builder {
                 accepted: accepted.clone(),
                 index: i,
             })?;
-            wakers.push(poller);
+            loops.push((poller, ev));
             inboxes.push(accepted);
-            threads.push(control.spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?);
         }
         drop(jobs_tx);
-        if let Some(listener) = shared_listener {
-            let acceptor = Acceptor::new(
-                listener,
-                control.clone(),
-                cfg.settings.max_connections,
-                cfg.settings.wrap.clone(),
-            )?;
-            wakers.push(acceptor.waker());
-            threads.push(control.spawn("twinhttp-accept", move || {
+        let acceptor = shared_listener
+            .map(|listener| {
+                Acceptor::new(
+                    listener,
+                    control.clone(),
+                    cfg.settings.max_connections,
+                    cfg.settings.wrap.clone(),
+                )
+            })
+            .transpose()?;
+        if let Dispatch::Pool(n) = self.dispatch {
+            for i in 0..n {
+                let (handler, jobs) = (handler.clone(), jobs_rx.clone());
+                let ctl = control.clone();
+                starting.spawn(&format!("twinhttp-pool-{i}"), move || {
+                    pool::run(&*handler, &jobs, &ctl.counters)
+                })?;
+            }
+        }
+        for (i, (poller, ev)) in loops.into_iter().enumerate() {
+            starting.wakes(poller);
+            starting.spawn(&format!("twinhttp-loop-{i}"), move || ev.run())?;
+        }
+        if let Some(acceptor) = acceptor {
+            starting.wakes(acceptor.waker());
+            starting.spawn("twinhttp-accept", move || {
                 let mut next = 0usize;
                 acceptor.run(|stream, peer, open| {
                     if let Some(inbox) = inboxes.get(next % inboxes.len().max(1)) {
@@ -80,19 +99,8 @@ impl Builder {
                     }
                     next = next.wrapping_add(1);
                 })
-            })?);
+            })?;
         }
-        if let Dispatch::Pool(n) = self.dispatch {
-            for i in 0..n {
-                let (handler, jobs) = (handler.clone(), jobs_rx.clone());
-                let ctl = control.clone();
-                threads.push(control.spawn(&format!("twinhttp-pool-{i}"), move || {
-                    pool::run(&*handler, &jobs, &ctl.counters)
-                })?);
-            }
-        }
-        Ok(Reactor(Running::new(
-            address, control, wakers, threads, kept,
-        )))
+        Ok(Reactor(starting.finish(address, kept)))
     }
 }

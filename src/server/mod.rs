@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Control, Running};
+use crate::engine::{Control, Running, Starting};
 use crate::http::access::Logging;
 use crate::http::driver::{Driver, Streams};
 use crate::http::origin::TrustedProxies;
@@ -302,7 +302,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// When the address cannot be bound or a thread or poller cannot be created.
+    /// When the address cannot be bound or a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve<H: Handler>(self, addr: impl ToSocketAddrs, handler: H) -> Result<Server, Error> {
         let listener = crate::net::bind(addr, self.port)?;
         self.serve_listener(listener, handler)
@@ -316,7 +317,8 @@ impl Builder {
     /// # Errors
     ///
     /// When the path cannot be bound (a live server listens there, a directory is missing) or
-    /// a thread or poller cannot be created.
+    /// a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve_unix<H: Handler>(
         self,
         path: impl AsRef<Path>,
@@ -332,7 +334,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// When the listener is unusable or a thread or poller cannot be created.
+    /// When the listener is unusable or a thread or poller cannot be created
+    /// (what had started is stopped: nothing is left serving).
     pub fn serve_listener<H: Handler>(
         self,
         listener: impl Into<Listener>,
@@ -342,10 +345,14 @@ impl Builder {
         listener.set_nonblocking()?;
         let address = listener.address()?;
         // No more connections than are open wait in it.
-        let queue = self.queue.min(self.settings.max_connections).min(MAX_QUEUE);
-        let (tx, rx) = crossbeam_channel::bounded(queue);
         let control = Arc::new(Control::new(0, self.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
+        // Declared before the queue's senders: dropped on a failed start after them, so the
+        // workers it joins see the queue end.
+        let mut starting = Starting::new(control.clone());
+        // No more connections than are open wait in it.
+        let queue = self.queue.min(self.settings.max_connections).min(MAX_QUEUE);
+        let (tx, rx) = crossbeam_channel::bounded(queue);
         let handler = Arc::new(handler);
         let mut rules = self.settings.rules();
         // A handler that streams its body reads it on its worker, from the socket.
@@ -382,7 +389,6 @@ impl Builder {
             parker: parker.clone(),
             control: control.clone(),
         });
-        let mut threads = Vec::new();
         let kept = crate::engine::keep([&listener])?;
         let acceptor = Acceptor::new(
             listener,
@@ -390,39 +396,36 @@ impl Builder {
             self.settings.max_connections,
             self.settings.wrap.clone(),
         )?;
-        let waker = acceptor.waker();
-        let queue = tx.clone();
-        let admit = parker.clone();
+        // The acceptor starts last: nothing is served before every thread is up. The parker
+        // starts first, so a failed start never leaves it unstarted with the queue's sender
+        // (its thread gives it up as it ends, and the workers end with the queue).
+        if let Some(p) = parker.clone() {
+            starting.wakes(p.waker());
+            starting.spawn("twinhttp-park", move || p.run())?;
+        }
+        for i in 0..self.workers {
+            let (shared, rx) = (shared.clone(), rx.clone());
+            starting.spawn(&format!("twinhttp-worker-{i}"), move || {
+                worker::run(&shared, &rx)
+            })?;
+        }
+        starting.wakes(acceptor.waker());
         let access_log = self.settings.access_log;
-        threads.push(control.spawn("twinhttp-accept", move || {
+        starting.spawn("twinhttp-accept", move || {
             acceptor.run(|stream, peer, open| {
                 let driver = Driver::new(access_log, Some(&peer), Instant::now(), &rules);
                 let conn = connection::Connection::new(stream, peer, open, driver);
-                match &admit {
+                match &parker {
                     // A new connection waits in the parker, costing no worker, until its
                     // first request head is buffered.
                     Some(parker) => parker.admit(conn),
                     // Thread per connection: blocks while the queue is full, backpressure into
                     // the kernel's accept backlog.
-                    None => drop(queue.send(connection::Job::from(conn))),
+                    None => drop(tx.send(connection::Job::from(conn))),
                 }
             })
-        })?);
-        if let Some(p) = parker.clone() {
-            threads.push(control.spawn("twinhttp-park", move || p.run())?);
-        }
-        drop(tx);
-        for i in 0..self.workers {
-            let (shared, rx) = (shared.clone(), rx.clone());
-            threads.push(control.spawn(&format!("twinhttp-worker-{i}"), move || {
-                worker::run(&shared, &rx)
-            })?);
-        }
-        let mut wakers = vec![waker];
-        wakers.extend(parker.map(|p| p.waker()));
-        Ok(Server(Running::new(
-            address, control, wakers, threads, kept,
-        )))
+        })?;
+        Ok(Server(starting.finish(address, kept)))
     }
 }
 
