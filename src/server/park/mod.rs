@@ -41,21 +41,57 @@ struct Parked {
     /// costs no change to the set); an entry that comes due for a connection that is not
     /// parked, or parked with a later deadline, goes or moves ([`Timers`]).
     timers: Timers,
-    /// Shutdown began: every registered connection (parked or with a worker) goes on here until
-    /// it ends — its driver closes an HTTP connection as soon as its exchange allows, a
-    /// WebSocket or event stream ends its way —, and the parker thread waits for the last; a
-    /// connection the acceptor hands over now is not taken in.
-    stopping: bool,
-    /// The parker thread has ended: nothing parks any more.
-    closed: bool,
-    /// The workers' queue, for connections woken by a sender; `None` once closed, so the
-    /// workers see the queue end.
-    queue: Option<Sender<Job>>,
+    /// Serving, stopping or ended, with the workers' queue while it is not ended.
+    life: Life,
     /// Connections woken by a sender while the queue was full: the parker thread sends them.
     pending: Vec<Job>,
     /// Connections whose turn on a worker ran out of budget with the core's work next (a
     /// file's next MiB): the parker thread drives them on.
     again: Vec<Connection>,
+}
+
+/// Where the parker is in its life. While it is not ended it holds the workers' queue (for
+/// connections woken by a sender); ended, it has given it up, so the workers see the queue end.
+enum Life {
+    /// Parking connections.
+    Serving(Sender<Job>),
+    /// Shutdown began: every registered connection (parked or with a worker) goes on here until
+    /// it ends — its driver closes an HTTP connection as soon as its exchange allows, a
+    /// WebSocket or event stream ends its way —, and the parker thread waits for the last; a
+    /// connection the acceptor hands over now is not taken in.
+    Stopping(Sender<Job>),
+    /// The parker thread has ended: nothing parks any more.
+    Ended,
+}
+
+impl Life {
+    fn queue(&self) -> Option<&Sender<Job>> {
+        match self {
+            Life::Serving(queue) | Life::Stopping(queue) => Some(queue),
+            Life::Ended => None,
+        }
+    }
+
+    fn is_stopping(&self) -> bool {
+        matches!(self, Life::Stopping(_))
+    }
+
+    /// Shutdown began; true when it had not before.
+    fn stop(&mut self) -> bool {
+        let Life::Serving(queue) = self else {
+            return false;
+        };
+        *self = Life::Stopping(queue.clone());
+        true
+    }
+
+    /// The parker thread ends: the queue's sender, given up (to be dropped unlocked).
+    fn end(&mut self) -> Option<Sender<Job>> {
+        match std::mem::replace(self, Life::Ended) {
+            Life::Serving(queue) | Life::Stopping(queue) => Some(queue),
+            Life::Ended => None,
+        }
+    }
 }
 
 /// One registered connection: where it is, and its deadline here.
@@ -145,7 +181,7 @@ impl Drop for Ticket {
             if parked.entries.get(self.key).is_some_and(|e| !e.is_parked()) {
                 let mut entry = parked.entries.remove(self.key);
                 parked.timers.remove(self.key, &mut entry.due);
-                if parked.stopping && parked.entries.is_empty() {
+                if parked.life.is_stopping() && parked.entries.is_empty() {
                     // The parker thread waits for the last connection to end.
                     drop(parked);
                     let _ = parker.poller.notify();
@@ -222,9 +258,7 @@ impl Parker {
             parked: Mutex::new(Parked {
                 entries: Slab::new(),
                 timers: Timers::default(),
-                stopping: false,
-                closed: false,
-                queue: Some(queue),
+                life: Life::Serving(queue),
                 pending: Vec::new(),
                 again: Vec::new(),
             }),
@@ -288,13 +322,18 @@ impl Parker {
         // exchanges (driven before shutdown began, it waits for a next request: its worker
         // closes it with the shutdown's rules; parked, it would keep its idle deadline).
         let fresh = conn.ticket_key().is_none() && !conn.is_long_lived();
-        if parked.closed || (parked.stopping && (fresh || conn.closes_at_shutdown())) {
+        let refused = match parked.life {
+            Life::Serving(_) => false,
+            Life::Stopping(_) => fresh || conn.closes_at_shutdown(),
+            Life::Ended => true,
+        };
+        if refused {
             drop(parked);
             return Parking::Refused(conn);
         }
         // A session a worker was running when the shutdown sweep took every parked connection
         // has not acted on it yet: it runs once more (nothing would wake it before its next timer).
-        if parked.stopping && conn.session().is_some_and(|s| !s.has_shut_down()) {
+        if parked.life.is_stopping() && conn.session().is_some_and(|s| !s.has_shut_down()) {
             drop(parked);
             return Parking::Ready(conn);
         }
@@ -396,7 +435,7 @@ impl Parker {
         conn: Connection,
     ) -> Result<(Connection, WakeParked), Connection> {
         let mut parked = self.lock();
-        if parked.stopping || parked.closed {
+        if !matches!(parked.life, Life::Serving(_)) {
             drop(parked);
             return Err(conn);
         }
@@ -431,7 +470,7 @@ impl Parker {
     // The connection comes back by value in the error, as it does from `register`.
     #[allow(clippy::result_large_err)]
     pub(crate) fn requeue(&self, conn: Connection) -> Result<(), Connection> {
-        let Some(queue) = self.lock().queue.clone() else {
+        let Some(queue) = self.lock().life.queue().cloned() else {
             return Err(conn);
         };
         queue
@@ -449,7 +488,7 @@ impl Parker {
         if !entry.event() {
             return;
         }
-        let Some(queue) = parked.queue.clone() else {
+        let Some(queue) = parked.life.queue().cloned() else {
             return;
         };
         let Some(conn) = parked.take(key) else {

@@ -25,7 +25,7 @@ impl Parker {
     /// what is queued; the thread ends when the last registered connection has.
     pub(crate) fn run(self: &Arc<Self>) {
         let _ended = Ended(self);
-        let Some(queue) = self.lock().queue.clone() else {
+        let Some(queue) = self.lock().life.queue().cloned() else {
             return;
         };
         let mut events = Events::new();
@@ -64,8 +64,7 @@ impl Parker {
             {
                 let mut parked = self.lock();
                 ready.append(&mut parked.again);
-                if !parked.stopping && self.control.is_shutting_down() {
-                    parked.stopping = true;
+                if self.control.is_shutting_down() && parked.life.stop() {
                     recheck = true;
                     let keys: Vec<usize> = parked
                         .entries
@@ -82,14 +81,13 @@ impl Parker {
                         }
                     }
                 }
-                if parked.stopping
+                if parked.life.is_stopping()
                     && parked.entries.is_empty()
                     && ready.is_empty()
                     && backlog.is_empty()
                 {
                     // Later parks are refused and their connections closed by the worker.
-                    parked.closed = true;
-                    let last = (parked.queue.take(), std::mem::take(&mut parked.pending));
+                    let last = (parked.life.end(), std::mem::take(&mut parked.pending));
                     drop(parked);
                     // Dropped unlocked: each connection's ticket takes the lock to leave.
                     drop(last);
@@ -192,9 +190,8 @@ impl Drop for Ended<'_> {
             log::error!("the parker thread panicked: new connections are closed");
         }
         let mut parked = self.0.lock();
-        parked.closed = true;
         let last = (
-            parked.queue.take(),
+            parked.life.end(),
             std::mem::take(&mut parked.pending),
             std::mem::take(&mut parked.again),
         );
