@@ -188,11 +188,7 @@ fn cut_off(engine: Engine, path: &str, handler: impl twinhttp::Handler) -> Vec<S
     let (mut c, peer) = connect_apart(srv.addr);
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
         .expect("send");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while srv.stats().requests == 0 || srv.stats().active > 0 {
-        assert!(Instant::now() < deadline, "not cut off");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    srv.stats_until("not cut off", |s| s.requests > 0 && s.active == 0);
     let lines = lines_of(peer, 1, Duration::from_secs(1));
     assert_eq!(
         lines.len(),
@@ -259,11 +255,7 @@ fn a_client_leaving_mid_body_is_logged(engine: Engine) {
     let (srv, mut c, peer) = logged(engine, Config::default());
     c.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly ten..");
     // The head is read (counted) before the client goes.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while srv.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "the head was never read");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    srv.stats_until("the head was never read", |s| s.requests > 0);
     drop(c);
     let lines = lines_of(peer, 1, Duration::from_secs(10));
     assert_eq!(lines.len(), 1, "{lines:#?}");

@@ -8,11 +8,9 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 
 use support::{Config, Engine, TestServer, connect, read_head, start_with};
 use twinhttp::layer::{Compression, HandlerExt};
-use twinhttp::stats::Stats;
 use twinhttp::{Body, Request, Response};
 
 /// Letters in no order a coder finds: about five bits of output each, so a stream of them
@@ -50,18 +48,6 @@ fn open(srv: &TestServer) -> (TcpStream, String) {
     (s, head)
 }
 
-fn until(srv: &TestServer, what: &str, ok: impl Fn(&Stats) -> bool) -> Stats {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let s = srv.stats();
-        if ok(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "{what}: {s:#?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn streams_compressed_on_the_fly_count_to_the_memory_budget(engine: Engine) {
     // 4 MiB: room for two brotli encoders (1.5 MiB each) under the 15/16 that optional
     // memory may take, not three.
@@ -92,7 +78,7 @@ fn streams_compressed_on_the_fly_count_to_the_memory_budget(engine: Engine) {
     );
     // A stream that ends gives its state back, and the next one is compressed.
     drop(first);
-    until(&srv, "the first stream's state given back", |s| {
+    srv.stats_until("the first stream's state given back", |s| {
         s.memory_held < 2 << 20
     });
     let (_fourth, head) = open(&srv);

@@ -57,14 +57,7 @@ fn a_version_cut_after_its_major_digit_is_505(engine: Engine) {
     let mut c = support::Client::new(srv.addr);
     c.send(b"GET / HTTP/2");
     // The server holds a partial head before the rest is sent.
-    let limit = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while srv.stats().reading == 0 {
-        assert!(
-            std::time::Instant::now() < limit,
-            "never read the partial line"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    srv.stats_until("never read the partial line", |s| s.reading > 0);
     c.send(b".0\r\nHost: a\r\n\r\n");
     let r = c.response();
     assert_eq!(r.status, 505);

@@ -152,7 +152,6 @@ fn a_huge_head_gets_its_431_intact(engine: Engine) {
 fn long_heads_that_wait_count_to_the_memory_budget(engine: Engine) {
     use std::io::Write;
     use std::net::TcpStream;
-    use std::time::{Duration, Instant};
     use twinhttp::stats::Refusal;
     let srv = start_with(
         engine,
@@ -169,11 +168,7 @@ fn long_heads_that_wait_count_to_the_memory_budget(engine: Engine) {
         "x".repeat(24 * 1024)
     );
     let held_reaches = |bytes: u64| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while srv.stats().memory_held != bytes {
-            assert!(Instant::now() < deadline, "{:#?}", srv.stats());
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        srv.stats_until("memory held", |s| s.memory_held == bytes);
     };
     let mut waiting: Vec<TcpStream> = Vec::new();
     for n in 1..=4u64 {

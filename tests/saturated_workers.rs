@@ -85,15 +85,11 @@ fn deadlines_are_kept_while_the_workers_and_their_queue_are_full() {
     queued.send(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n");
     let mut backlogged = Client::new(addr);
     backlogged.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    let limit = Instant::now() + Duration::from_secs(5);
-    while srv.stats().queued < 2 {
-        assert!(
-            Instant::now() < limit,
-            "two requests never queued: {:?}",
-            srv.stats()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    support::stats_until(
+        || srv.stats(),
+        "two requests never queued",
+        |s| s.queued >= 2,
+    );
     // A client that sends part of a head is answered 408 at the header-read timeout, while
     // the worker is still blocked: the parker is not stuck on the full queue.
     let started = Instant::now();
@@ -144,11 +140,7 @@ fn shutdown_with_a_backlog_answers_everything_and_ends() {
     for c in &mut others {
         c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     }
-    let limit = Instant::now() + Duration::from_secs(5);
-    while srv.stats().queued < 3 {
-        assert!(Instant::now() < limit, "never queued: {:?}", srv.stats());
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    support::stats_until(|| srv.stats(), "never queued", |s| s.queued >= 3);
     let started = Instant::now();
     let done = srv.shutdown(Duration::from_secs(4));
     let took = started.elapsed();

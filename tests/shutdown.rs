@@ -307,11 +307,7 @@ fn clients_part_way_through_a_head_at_shutdown_hold_no_worker(engine: Engine) {
     // The late one last: the shutdown pass meets it after the slow ones.
     let _slow: Vec<Client> = (0..6).map(|_| part_way(&srv)).collect();
     let mut late = part_way(&srv);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while srv.stats().reading < 7 {
-        assert!(Instant::now() < deadline, "{:#?}", srv.stats());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    srv.stats_until("seven part-way heads", |s| s.reading >= 7);
     srv.shutdown_handle().shutdown();
     let began = Instant::now();
     late.send(b"\r\n");

@@ -5,11 +5,11 @@ mod support;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::{
-    Client, Config, Engine, TestServer, app, connect, echo_websocket, probe, raise_fd_limit,
-    read_head, start_with,
+    Client, Config, Engine, app, connect, echo_websocket, probe, raise_fd_limit, read_head,
+    start_with,
 };
 use twinhttp::stats::{Refusal, Stats};
 use twinhttp::{Limits, MinRate, Request, Response};
@@ -22,19 +22,6 @@ fn app_and_ws(req: &mut Request<'_>) -> Response {
     match req.path() {
         "/ws" => echo_websocket(req),
         _ => app(req),
-    }
-}
-
-/// Polls the counters until `ok` holds (at most 20 s), and returns them.
-fn until(srv: &TestServer, what: &str, ok: impl Fn(&Stats) -> bool) -> Stats {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let s = srv.stats();
-        if ok(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "{what}: {s:#?}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -87,7 +74,7 @@ fn held_connections_are_counted(engine: Engine) {
     let held = (IDLE + SOCKETS) as u64;
     // A WebSocket's first turn may still be on a worker for a moment after its 101.
     let parked = if engine == Engine::Server { held } else { 0 };
-    let s = until(&srv, "1,000 idle and 100 WebSockets", |s| {
+    let s = srv.stats_until("1,000 idle and 100 WebSockets", |s| {
         s.active == held
             && s.waiting == IDLE as u64
             && s.websockets == SOCKETS as u64
@@ -125,12 +112,12 @@ fn held_connections_are_counted(engine: Engine) {
     }
     // One of them asks again: a request more, and still all idle after it.
     assert_eq!(idle[0].request("GET /", "").status, 200);
-    until(&srv, "the one served goes back to waiting", |s| {
+    srv.stats_until("the one served goes back to waiting", |s| {
         s.requests == held + 1 && s.waiting == IDLE as u64 && s.writing == 0
     });
     drop(idle);
     drop(sockets);
-    let s = until(&srv, "everything closed", |s| {
+    let s = srv.stats_until("everything closed", |s| {
         s.active == 0 && doing(s) == 0 && s.parked == 0 && s.per_loop.iter().all(|&n| n == 0)
     });
     assert_eq!(s.accepted, held);
@@ -141,7 +128,7 @@ fn held_connections_are_counted(engine: Engine) {
 fn refused(engine: Engine, cfg: Config, client: impl FnOnce(SocketAddr)) -> Stats {
     let srv = start_with(engine, cfg, app);
     client(srv.addr);
-    until(&srv, "connections closed", |s| s.active == 0)
+    srv.stats_until("connections closed", |s| s.active == 0)
 }
 
 fn refusals_by_reason(engine: Engine) {
@@ -158,9 +145,7 @@ fn refusals_by_reason(engine: Engine) {
     assert_eq!(first.request("GET /", "").status, 200);
     let (r, _) = probe(srv.addr, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(r.status, 503);
-    let s = until(&srv, "one refused", |s| {
-        s.refusals(Refusal::OverCapacity) == 1
-    });
+    let s = srv.stats_until("one refused", |s| s.refusals(Refusal::OverCapacity) == 1);
     assert_eq!((s.accepted, s.handled, s.active), (2, 1, 1));
     drop(first);
     drop(srv);
@@ -268,7 +253,7 @@ fn a_client_too_slow_to_read_is_counted(engine: Engine) {
     c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         .expect("send");
     // Nothing is read: the socket buffers fill, the server waits, then gives up.
-    let s = until(&srv, "cut off as too slow", |s| {
+    let s = srv.stats_until("cut off as too slow", |s| {
         s.refusals(Refusal::TooSlow) == 1 && s.active == 0
     });
     assert_eq!(s.refusals_total(), 1, "{:?}", s.refused);
@@ -298,7 +283,7 @@ fn a_client_too_slow_to_read_a_file_is_counted(engine: Engine) {
     c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         .expect("send");
     // Nothing is read: the socket buffers fill, the server waits, then gives up.
-    let s = until(&srv, "cut off", |s| s.requests == 1 && s.active == 0);
+    let s = srv.stats_until("cut off", |s| s.requests == 1 && s.active == 0);
     assert_eq!(s.refusals(Refusal::TooSlow), 1, "{:?}", s.refused);
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
@@ -345,7 +330,7 @@ fn counters_return_to_zero_after_every_kind_of_end(engine: Engine) {
     sse.write_all(b"GET /sse HTTP/1.1\r\nHost: t\r\n\r\n")
         .expect("send");
     assert!(read_head(&mut sse).starts_with("HTTP/1.1 200 "));
-    until(&srv, "an event stream", |s| s.event_streams == 1);
+    srv.stats_until("an event stream", |s| s.event_streams == 1);
     drop(sse);
     // A generic upgrade whose thread ends.
     let mut up = connect(srv.addr);
@@ -375,7 +360,7 @@ fn counters_return_to_zero_after_every_kind_of_end(engine: Engine) {
         408
     );
     // Over capacity: 503.
-    until(&srv, "all closed before", |s| s.active == 0);
+    srv.stats_until("all closed before", |s| s.active == 0);
     let held: Vec<Client> = (0..6)
         .map(|_| {
             let mut c = Client::new(srv.addr);
@@ -383,7 +368,7 @@ fn counters_return_to_zero_after_every_kind_of_end(engine: Engine) {
             c
         })
         .collect();
-    until(&srv, "six open", |s| s.active == 6);
+    srv.stats_until("six open", |s| s.active == 6);
     assert_eq!(
         probe(srv.addr, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
             .0
@@ -391,18 +376,18 @@ fn counters_return_to_zero_after_every_kind_of_end(engine: Engine) {
         503
     );
     drop(held);
-    let s = until(&srv, "everything closed", |s| s.active == 0);
+    let s = srv.stats_until("everything closed", |s| s.active == 0);
     assert_eq!(doing(&s), 0, "{s:#?}");
     assert_eq!(s.parked, 0, "{s:#?}");
     assert!(s.per_loop.iter().all(|&n| n == 0), "{s:#?}");
     // A gauge below zero is shown as 0: one new idle connection must count exactly once.
     let mut one = Client::new(srv.addr);
     assert_eq!(one.request("GET /", "").status, 200);
-    let s = until(&srv, "one idle", |s| s.active == 1 && s.writing == 0);
+    let s = srv.stats_until("one idle", |s| s.active == 1 && s.writing == 0);
     assert_eq!((s.waiting, doing(&s)), (1, 1), "{s:#?}");
     let mut partial = connect(srv.addr);
     partial.write_all(b"GET / HT").expect("send");
-    let s = until(&srv, "one reading", |s| s.active == 2 && s.reading == 1);
+    let s = srv.stats_until("one reading", |s| s.active == 2 && s.reading == 1);
     assert_eq!((s.waiting, doing(&s)), (1, 2), "{s:#?}");
 }
 
@@ -454,7 +439,7 @@ fn a_silent_connection_in_the_queue_is_waiting() {
     // The first response reaches the client before its worker counts the connection as waiting
     // again: wait for that too (as `held_connections_are_counted` does), not only for the second
     // connection.
-    let s = until(&srv, "two open, none writing", |s| {
+    let s = srv.stats_until("two open, none writing", |s| {
         s.active == 2 && s.writing == 0
     });
     assert_eq!((s.waiting, s.queued), (2, 0), "{s:#?}");

@@ -283,15 +283,7 @@ fn an_unfinished_message_is_held_to_the_memory_budget(engine: Engine) {
     eprintln!("{engine:?}: closed with 1013 after {sent} bytes sent");
     assert!(sent < 32 << 20, "closed only after {sent} bytes");
     // Given back when the server drops the connection, just after the close frame went out.
-    let limit = std::time::Instant::now() + Duration::from_secs(5);
-    while srv.stats().memory_held > 0 {
-        assert!(
-            std::time::Instant::now() < limit,
-            "what it held is given back: {} bytes still held",
-            srv.stats().memory_held
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    srv.stats_until("what it held is given back", |s| s.memory_held == 0);
     assert!(
         srv.stats()
             .refusals(twinhttp::stats::Refusal::SessionOverBudget)

@@ -164,6 +164,15 @@ impl TestServer {
         }
     }
 
+    /// Polls the live counters until `ok` holds ([`stats_until`]).
+    pub fn stats_until(
+        &self,
+        what: &str,
+        ok: impl Fn(&twinhttp::stats::Stats) -> bool,
+    ) -> twinhttp::stats::Stats {
+        stats_until(|| self.stats(), what, ok)
+    }
+
     pub fn open_connections(&self) -> usize {
         match &self.running {
             #[cfg(feature = "server")]
@@ -550,6 +559,24 @@ pub fn probe(addr: SocketAddr, bytes: &[u8]) -> (Raw, Client) {
     let mut c = Client::new(addr);
     let r = c.roundtrip(bytes);
     (r, c)
+}
+
+/// Polls a server's live counters (`stats`) until `ok` holds, and returns them; after 20 s
+/// fails the test with `what` and the last counters.
+pub fn stats_until(
+    stats: impl Fn() -> twinhttp::stats::Stats,
+    what: &str,
+    ok: impl Fn(&twinhttp::stats::Stats) -> bool,
+) -> twinhttp::stats::Stats {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = stats();
+        if ok(&s) {
+            return s;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {s:#?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Waits (bounded) until the server counts `n` open connections: every client opened before has

@@ -435,6 +435,12 @@ fn past_the_memory_budget_a_request_with_a_body_is_told_to_retry() {
     assert_eq!(b.echo().0, 1, "a request without a body needs no buffer");
     b.io.take_out();
     b.io.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi");
+    assert_told_to_retry(&mut b, Refusal::BodyOverBudget);
+}
+
+/// The request waiting on `b` is answered 503 with `Retry-After`, counted as `why`, and the
+/// connection lingers to its close.
+fn assert_told_to_retry(b: &mut Bench, why: Refusal) {
     let (ran, next) = b.echo();
     assert_eq!(ran, 0);
     let out = b.io.take_out();
@@ -443,7 +449,7 @@ fn past_the_memory_budget_a_request_with_a_body_is_told_to_retry() {
         "{out}"
     );
     assert!(out.contains("\r\nRetry-After: 1\r\n"), "{out}");
-    assert_eq!(b.refusals(), [Refusal::BodyOverBudget]);
+    assert_eq!(b.refusals(), [why]);
     assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
 }
 
@@ -514,16 +520,7 @@ fn a_long_head_that_waits_is_charged_and_turned_away_without_room() {
     let mut b = Bench::new();
     b.tally.budget = Budget::new(1024);
     b.io.send(long.as_bytes());
-    let (ran, next) = b.echo();
-    assert_eq!(ran, 0);
-    let out = b.io.take_out();
-    assert!(
-        out.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
-        "{out}"
-    );
-    assert!(out.contains("\r\nRetry-After: 1\r\n"), "{out}");
-    assert_eq!(b.refusals(), [Refusal::HeadOverBudget]);
-    assert_eq!(shown(&next), wait(true, false, Some(b.now + LINGER_TIME)));
+    assert_told_to_retry(&mut b, Refusal::HeadOverBudget);
 }
 
 /// A bench whose handler streams every body.
