@@ -72,9 +72,19 @@ impl WakeFlag {
 }
 
 /// A non-blocking byte stream: a socket, or an in-memory pipe in tests.
-pub(crate) trait Duplex: Read + Write {}
+pub(crate) trait Duplex: Read + Write {
+    /// The transport holds input its socket no longer signals (decrypted TLS records, or the
+    /// peer's `close_notify` read with them): a read that came back short has not drained it.
+    fn buffered_input(&self) -> bool {
+        false
+    }
+}
 
-impl<T: Read + Write + ?Sized> Duplex for T {}
+impl<T: crate::transport::Transport + ?Sized> Duplex for T {
+    fn buffered_input(&self) -> bool {
+        crate::transport::Transport::buffered_input(self)
+    }
+}
 
 /// How far a session reads in one turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +229,8 @@ pub(crate) mod memory {
         pub(crate) output: Vec<u8>,
         pub(crate) room: usize,
     }
+
+    impl super::Duplex for Pipe {}
 
     impl Pipe {
         pub(crate) fn new() -> Self {

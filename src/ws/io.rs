@@ -100,7 +100,8 @@ impl Read for WsIo<'_> {
                     other => break other?,
                 }
             };
-            self.drained = self.short_read_drains && n > 0 && n < offered;
+            self.drained =
+                self.short_read_drains && n > 0 && n < offered && !self.stream.buffered_input();
             self.buf.filled_by(n);
             if n == offered && self.buf.len() < self.grow_to {
                 self.buf.grow((self.buf.len() * 2).min(self.grow_to));
