@@ -15,7 +15,7 @@ use crate::http::refusal::Refusal;
 use crate::http::request::{RequestHead, Version};
 use crate::http::response::{BodyKind, ContentType, Response, Switch};
 use crate::http::session::Takeover;
-use crate::http::status::reason;
+use crate::http::status::{reason, status_line};
 use crate::limits::Limits;
 use crate::upgraded::Upgraded;
 
@@ -518,29 +518,40 @@ impl Conn {
         date: &mut DateLine,
     ) {
         self.state = State::Closing(Close::Linger);
-        let text = reason(status);
-        status_line(out, status);
-        date.append(out);
-        if status == 503 {
-            // What the engine refuses with 503 (no room to keep a body, a session at
-            // shutdown) is worth trying again soon.
-            out.extend_from_slice(b"Retry-After: 1\r\n");
-        }
-        let connection = match upgrade {
-            Some(protocol) => {
-                field(out, "Upgrade", protocol);
-                "upgrade, close"
-            }
-            None => "close",
-        };
-        let _ = write!(
-            out,
-            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{text}",
-            text.len()
-        );
+        let sent = error_page(out, status, upgrade, date);
         self.access.status(status);
-        self.access.done(text.len() as u64);
+        self.access.done(sent as u64);
     }
+}
+
+/// The plain-text page a server answers with itself, closing: `status` and its reason, `Date`,
+/// `Retry-After` on a 503 (what is refused for want of room is worth trying again soon), and
+/// for a 426 the protocol to upgrade to. Returns the body's length.
+pub(crate) fn error_page(
+    out: &mut Vec<u8>,
+    status: u16,
+    upgrade: Option<&str>,
+    date: &mut DateLine,
+) -> usize {
+    let text = reason(status);
+    status_line(out, status);
+    date.append(out);
+    if status == 503 {
+        out.extend_from_slice(b"Retry-After: 1\r\n");
+    }
+    let connection = match upgrade {
+        Some(protocol) => {
+            field(out, "Upgrade", protocol);
+            "upgrade, close"
+        }
+        None => "close",
+    };
+    let _ = write!(
+        out,
+        "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{text}",
+        text.len()
+    );
+    text.len()
 }
 
 /// `100 Continue`, sent when a body the client is holding back is first needed.
@@ -569,24 +580,6 @@ fn offered(head: &RequestHead, protocol: Option<&str>) -> bool {
     head.values_of("upgrade")
         .flat_map(|v| v.split(|&b| b == b','))
         .any(|element| named(element.trim_ascii()))
-}
-
-/// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
-fn status_line(out: &mut Vec<u8>, status: u16) {
-    if status == 200 {
-        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-        return;
-    }
-    let digits = [
-        b'0' + (status / 100 % 10) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-        b' ',
-    ];
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(&digits);
-    out.extend_from_slice(reason(status).as_bytes());
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Writes `name: value` unless the name is not a token-like visible string or the value holds

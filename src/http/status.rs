@@ -1,4 +1,4 @@
-//! Reason phrases for status codes.
+//! Status codes: their reason phrases and status lines.
 
 /// The canonical reason phrase of a status code (RFC 9110 §15), or `""` for an unknown code.
 pub(crate) fn reason(code: u16) -> &'static str {
@@ -49,4 +49,23 @@ pub(crate) fn reason(code: u16) -> &'static str {
         505 => "HTTP Version Not Supported",
         _ => "",
     }
+}
+
+/// `HTTP/1.1 NNN Reason\r\n`. `Response` keeps statuses within 100–999, so three digits.
+#[inline]
+pub(crate) fn status_line(out: &mut Vec<u8>, status: u16) {
+    if status == 200 {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        return;
+    }
+    let digits = [
+        b'0' + (status / 100 % 10) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+        b' ',
+    ];
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(&digits);
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use polling::{Event, Events, Poller};
 
 use crate::engine::{Control, OpenGuard, wait_events};
+use crate::http::date::DateLine;
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Listener, Stream, Wrap};
 use crate::net::{AcceptError, classify_accept_error};
@@ -41,6 +42,8 @@ pub(crate) struct Admission {
     max_connections: usize,
     wrap: Wrap,
     backoff: Duration,
+    /// For the `Date` of the 503 a connection over the limit gets.
+    date: DateLine,
 }
 
 impl Admission {
@@ -50,6 +53,7 @@ impl Admission {
             max_connections,
             wrap,
             backoff: BACKOFF_MIN,
+            date: DateLine::new(),
         }
     }
 
@@ -59,7 +63,7 @@ impl Admission {
             Ok((stream, peer)) => {
                 self.backoff = BACKOFF_MIN;
                 let Some(open) = self.control.admit(self.max_connections) else {
-                    self.wrap.refuse(stream);
+                    self.wrap.refuse(stream, &mut self.date);
                     return Accepted::Handled;
                 };
                 match self.wrap.serve(stream) {

@@ -16,6 +16,7 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use transport::Transport;
 
 use crate::Error;
+use crate::http::date::DateLine;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -150,15 +151,15 @@ pub(crate) fn classify_accept_error(e: &std::io::Error) -> AcceptError {
     }
 }
 
-/// The answer for a connection over the open-connection limit.
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 19\r\nConnection: close\r\nRetry-After: 1\r\n\r\nService Unavailable";
-
 /// Answers 503 without waiting (the socket is fresh, so the small write fits its buffer) and
-/// shuts the write side. What the client already sent is read first so that closing does not
-/// turn into a reset that would discard the answer.
-pub(crate) fn refuse(stream: &mut dyn Transport) {
+/// shuts the write side: the core's error page, as the engines answer their own refusals. What
+/// the client already sent is read first so that closing does not turn into a reset that would
+/// discard the answer.
+pub(crate) fn refuse(stream: &mut dyn Transport, date: &mut DateLine) {
     let mut scratch = [0u8; 4096];
     let _ = io::read_now(stream, &mut scratch);
-    let _ = stream.write(BUSY);
+    let mut busy = Vec::with_capacity(192);
+    crate::http::conn::error_page(&mut busy, 503, None, date);
+    let _ = stream.write(&busy);
     let _ = stream.shutdown_write();
 }

@@ -10,6 +10,7 @@ use std::os::unix::net::UnixListener;
 use std::path::Path;
 
 pub use crate::http::address::Address;
+use crate::http::date::DateLine;
 use crate::http::origin::{Relay, Scheme, TrustedProxies};
 pub(crate) use crate::transport::Stream;
 pub use crate::transport::Transport;
@@ -81,9 +82,9 @@ impl Wrap {
 
     /// A connection over the open-connection limit: a plain one is answered `503`; a TLS one
     /// is closed (answering would cost a handshake, the very work the limit sheds).
-    pub(crate) fn refuse(&self, mut stream: Stream) {
+    pub(crate) fn refuse(&self, mut stream: Stream, date: &mut DateLine) {
         match self.security {
-            Security::Plain => super::refuse(&mut *stream),
+            Security::Plain => super::refuse(&mut *stream, date),
             #[cfg(feature = "tls")]
             Security::Tls(_) => drop(stream),
         }
