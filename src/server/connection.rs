@@ -106,8 +106,6 @@ pub(crate) struct Parts {
     socket: Socket,
     pub(crate) peer: Option<Address>,
     pub(crate) phase: Phase,
-    /// A WebSocket or an event stream, or becoming one: registered for writes too.
-    long_lived: bool,
     _open: OpenGuard,
 }
 
@@ -146,7 +144,6 @@ impl Connection {
                     until,
                 },
             },
-            long_lived: false,
             _open: open,
         }))
     }
@@ -169,7 +166,11 @@ impl Connection {
     /// Sets its registration to report what it waits for, if that changed. Changing it
     /// re-arms the edge: what is pending (bytes already in the socket) is reported at once.
     pub(crate) fn watch(&mut self) -> std::io::Result<()> {
-        let wanted = self.wants();
+        self.watch_for(self.wants())
+    }
+
+    /// Sets its registration to report `wanted`, if that changed.
+    pub(crate) fn watch_for(&mut self, wanted: Watch) -> std::io::Result<()> {
         match &mut self.0.socket {
             Socket::Parkable(r, ticket, watching) if *watching != wanted => {
                 r.set_edge(wanted.event(ticket.key()))?;
@@ -181,14 +182,15 @@ impl Connection {
     }
 
     /// What its registration should report now.
-    fn wants(&self) -> Watch {
+    pub(crate) fn wants(&self) -> Watch {
         match &self.phase {
-            _ if self.long_lived => Watch::Both,
             Phase::Http {
                 held: Held::Socket { watch, .. },
                 ..
             } => *watch,
-            Phase::Http { .. } | Phase::Session(_) => Watch::Read,
+            Phase::Http { .. } => Watch::Read,
+            // Its registration never changes.
+            Phase::Session(_) => Watch::Both,
         }
     }
 
@@ -245,9 +247,9 @@ impl Connection {
         )
     }
 
-    /// A WebSocket or an event stream (or a connection becoming one).
+    /// A WebSocket or an event stream.
     pub(crate) fn is_long_lived(&self) -> bool {
-        self.long_lived
+        matches!(self.phase, Phase::Session(_))
     }
 
     /// The session of a WebSocket or an event stream.
@@ -258,14 +260,8 @@ impl Connection {
         }
     }
 
-    /// Marks the connection as becoming a WebSocket or an event stream: its registration
-    /// covers writes too.
-    pub(crate) fn into_long_lived(mut self) -> Connection {
-        self.0.long_lived = true;
-        self
-    }
-
-    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered.
+    /// Registers a never-parked connection with `poller` under `ticket`'s key, edge-triggered,
+    /// reporting `watch`.
     /// On failure the ticket comes back with the connection, for both to be dropped once the
     /// parker's lock is let go.
     // The error gives the connection back on a cold path; boxing it would cost every
@@ -275,8 +271,8 @@ impl Connection {
         self,
         poller: &Arc<Poller>,
         ticket: Ticket,
+        watch: Watch,
     ) -> Result<Connection, (Connection, Ticket)> {
-        let watch = self.wants();
         if let Socket::Parkable(..) = self.0.socket {
             return Err((self, ticket));
         }
@@ -286,7 +282,6 @@ impl Connection {
             socket,
             peer,
             phase,
-            long_lived,
             _open,
         } = *self.0;
         let registered = match socket {
@@ -300,7 +295,6 @@ impl Connection {
                     socket: parkable,
                     peer,
                     phase,
-                    long_lived,
                     _open,
                 };
                 return Err((Connection(Box::new(parts)), ticket));
@@ -316,7 +310,6 @@ impl Connection {
                     socket: Socket::Plain(stream),
                     peer,
                     phase,
-                    long_lived,
                     _open,
                 };
                 return Err((Connection(Box::new(parts)), ticket));
@@ -326,7 +319,6 @@ impl Connection {
             socket,
             peer,
             phase,
-            long_lived,
             _open,
         })))
     }

@@ -19,7 +19,7 @@ use crossbeam_channel::{Sender, TrySendError};
 use polling::Poller;
 use slab::Slab;
 
-use super::connection::{Connection, Job};
+use super::connection::{Connection, Job, Watch};
 use crate::engine::Control;
 use crate::http::driver::Rules;
 use crate::http::pools;
@@ -321,7 +321,7 @@ impl Parker {
         // client; one the acceptor has just handed over is not taken in, nor one idle between
         // exchanges (driven before shutdown began, it waits for a next request: its worker
         // closes it with the shutdown's rules; parked, it would keep its idle deadline).
-        let fresh = conn.ticket_key().is_none() && !conn.is_long_lived();
+        let fresh = conn.ticket_key().is_none();
         let refused = match parked.life {
             Life::Serving(_) => false,
             Life::Stopping(_) => fresh || conn.closes_at_shutdown(),
@@ -358,7 +358,7 @@ impl Parker {
                 }
                 (conn, key)
             }
-            None => match self.register(&mut parked, conn) {
+            None => match self.register(&mut parked, conn, None) {
                 Ok(registered) => registered,
                 Err(unregistered) => {
                     // Not registered (out of memory): closed, and the entry freed by the
@@ -406,20 +406,23 @@ impl Parker {
         }
     }
 
-    /// Registers a connection that has no key yet (under the lock). On failure the ticket and
-    /// the connection come back, to be dropped unlocked.
+    /// Registers a connection that has no key yet (under the lock), reporting `watch` (`None`:
+    /// what it waits for now). On failure the ticket and the connection come back, to be
+    /// dropped unlocked.
     #[allow(clippy::type_complexity, clippy::result_large_err)]
     fn register(
         self: &Arc<Self>,
         parked: &mut Parked,
         conn: Connection,
+        watch: Option<Watch>,
     ) -> Result<(Connection, usize), (Connection, Ticket)> {
         let key = parked.entries.insert(Entry::default());
         let ticket = Ticket {
             parker: Arc::downgrade(self),
             key,
         };
-        let conn = conn.into_registered(&self.poller, ticket)?;
+        let watch = watch.unwrap_or_else(|| conn.wants());
+        let conn = conn.into_registered(&self.poller, ticket, watch)?;
         Ok((conn, key))
     }
 
@@ -440,15 +443,17 @@ impl Parker {
             return Err(conn);
         }
         let (conn, key) = match conn.ticket_key() {
+            // Registered for reads and writes from now on: its phase becomes the session's as
+            // soon as this returns (the session needs the wake-up made here).
             Some(key) => {
-                let mut conn = conn.into_long_lived();
-                if conn.watch().is_err() {
+                let mut conn = conn;
+                if conn.watch_for(Watch::Both).is_err() {
                     drop(parked);
                     return Err(conn);
                 }
                 (conn, key)
             }
-            None => match self.register(&mut parked, conn.into_long_lived()) {
+            None => match self.register(&mut parked, conn, Some(Watch::Both)) {
                 Ok(registered) => registered,
                 Err((conn, ticket)) => {
                     drop(parked);
