@@ -10,7 +10,7 @@ use crate::http::driver::script::Scripted;
 use crate::http::driver::{self, Action, Cx, Driver, Rules};
 use crate::http::parse::parse_head;
 use crate::http::pools::Pools;
-use crate::http::request::{BodyFraming, RequestHead};
+use crate::http::request_head::{BodyFraming, RequestHead};
 use crate::stats::Counters;
 use crate::{Handler, Limits, Request, Response};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::http::address::Address;
 use crate::http::conn::Answer;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::stats::Counters;
 use crate::{Request, Response};
 

@@ -168,7 +168,7 @@ impl Request<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::RequestHead;
+    use crate::http::request_head::RequestHead;
 
     #[test]
     fn request_head_as_http() {

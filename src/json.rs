@@ -250,7 +250,7 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::RequestHead;
+    use crate::http::request_head::RequestHead;
     use std::collections::BTreeMap;
 
     #[test]

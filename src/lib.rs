@@ -178,7 +178,8 @@ pub use http::form::{Form, FormError};
 #[cfg_attr(docsrs, doc(cfg(feature = "multipart")))]
 pub use http::multipart::{Multipart, MultipartError, MultipartLimits, Part};
 pub use http::origin::{Scheme, TrustedProxies, TrustedProxiesError};
-pub use http::request::{Request, RequestBody, Version};
+pub use http::request::{Request, RequestBody};
+pub use http::request_head::Version;
 pub use http::response::{Body, HeaderText, Response};
 /// A network of IP addresses (`10.0.0.0/8`), as [`TrustedProxies`] takes it: `ipnet`'s.
 pub use ipnet::IpNet;

@@ -76,7 +76,7 @@ impl crate::http::driver::Tally for Counters {
     fn budget(&self) -> &Budget {
         &self.budget
     }
-    fn request(&self, _: &crate::http::request::RequestHead) {
+    fn request(&self, _: &crate::http::request_head::RequestHead) {
         Counters::request(self);
     }
     fn refused(&self, why: Refusal) {

@@ -22,7 +22,7 @@ use std::io::{self, Read};
 use crate::http::address::Address;
 use crate::http::origin::{self, Hop, Relay};
 use crate::http::parse::parse_head;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::response::BodyKind;
 use crate::{Handler, Limits, Request, Response};
 

@@ -61,7 +61,10 @@ fn over_max_connections_gets_503(engine: Engine) {
     assert_eq!(r.status, 503);
     assert!(r.closes());
     // The core's own error page, as every refusal: dated, worth retrying soon.
-    assert!(r.header("date").is_some_and(|d| d.ends_with(" GMT")), "{r:?}");
+    assert!(
+        r.header("date").is_some_and(|d| d.ends_with(" GMT")),
+        "{r:?}"
+    );
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.text(), "Service Unavailable");
     drop((held, extra));

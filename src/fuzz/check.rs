@@ -2,7 +2,7 @@
 //! httparse), held against what each request's handler gave.
 
 use crate::http::body::Decoder;
-use crate::http::request::BodyFraming;
+use crate::http::request_head::BodyFraming;
 
 /// What the checker expects of one response, in order.
 #[derive(Debug)]

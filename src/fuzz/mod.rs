@@ -25,7 +25,7 @@ use crate::http::driver::script::{Recorded, Scripted, Seen, harness_cx};
 use crate::http::driver::{Action, Driver, Request, Rules};
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
-use crate::http::request::{RequestHead, Version};
+use crate::http::request_head::{RequestHead, Version};
 use crate::{Body, Limits, Response};
 
 mod check;

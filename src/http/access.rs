@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::http::address::Address;
 use crate::http::origin::Client;
-use crate::http::request::{RequestHead, Version};
+use crate::http::request_head::{RequestHead, Version};
 
 /// The `log` target of the access log.
 pub(crate) const TARGET: &str = "twinhttp::access";

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::ops::Range;
 
 use crate::http::parse::{ParseError, is_tchar};
-use crate::http::request::BodyFraming;
+use crate::http::request_head::BodyFraming;
 
 /// Longest chunk line (size plus extensions) accepted.
 const MAX_CHUNK_LINE: u32 = 4096;

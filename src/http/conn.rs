@@ -12,7 +12,7 @@ use crate::http::date::DateLine;
 use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
-use crate::http::request::{RequestHead, Version};
+use crate::http::request_head::{RequestHead, Version};
 use crate::http::response::{BodyKind, ContentType, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::{reason, status_line};

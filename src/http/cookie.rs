@@ -61,7 +61,8 @@ impl<'a> Request<'a> {
 #[cfg(test)]
 mod tests {
     use super::pairs;
-    use crate::http::request::{Request, RequestHead};
+    use crate::http::request::Request;
+    use crate::http::request_head::RequestHead;
 
     #[test]
     fn one_field() {

@@ -23,6 +23,7 @@ pub(crate) mod pools;
 pub(crate) mod query;
 pub(crate) mod refusal;
 pub(crate) mod request;
+pub(crate) mod request_head;
 pub(crate) mod response;
 pub(crate) mod session;
 pub(crate) mod session_driver;

@@ -18,7 +18,7 @@ use std::str::FromStr;
 use ipnet::IpNet;
 
 use crate::http::address::Address;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 
 /// The scheme a request was made with: `http` or `https`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

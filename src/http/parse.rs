@@ -2,7 +2,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::http::request::{BodyFraming, RequestHead, Span, Version, absolute_parts};
+use crate::http::request_head::{BodyFraming, RequestHead, Span, Version, absolute_parts};
 use crate::limits::Limits;
 
 /// Why a request was refused. `Copy`, so it can be matched and passed around freely.
@@ -655,7 +655,7 @@ mod tests {
         assert!(head.conn_upgrade);
         assert_eq!(
             head.persistence,
-            crate::http::request::Persistence::KeepAlive
+            crate::http::request_head::Persistence::KeepAlive
         );
     }
 

@@ -12,7 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::http::buf::ReadBuf;
 use crate::http::driver::busy::Busy;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::ws::WS_READ_BUF;
 
 /// Buffers and heads lent to connections while bytes flow, taken back when they go idle.

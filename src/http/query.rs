@@ -59,7 +59,8 @@ impl<'a> Request<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::http::request::{Request, RequestHead};
+    use crate::http::request::Request;
+    use crate::http::request_head::RequestHead;
 
     fn head(target: &str) -> RequestHead {
         RequestHead::parsed(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())

@@ -255,7 +255,7 @@ mod tests {
             .layer(layer_fn(|req, next| next.run(req)));
         let plain =
             crate::handler_fn(|_| Response::new(204)).layer(layer_fn(|req, next| next.run(req)));
-        let head = crate::http::request::RequestHead::parsed(
+        let head = crate::http::request_head::RequestHead::parsed(
             b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n",
         );
         assert!(crate::handler::streams_body(&streaming, &head));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::Control;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::stats::Counters;
 
 /// At most one warning per loop in this long (each call is still counted).

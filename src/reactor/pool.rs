@@ -10,7 +10,7 @@ use crate::handler::answer;
 use crate::http::conn::Answer;
 
 use crate::Handler;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::session::Work;
 use crate::http::spool::Received;
 use crate::http::stream::{Produced, Streaming};

@@ -164,7 +164,7 @@ mod tests {
     fn which_handler_answers() {
         let e = endpoint(&[("GET", 200), ("POST", 201)]);
         let mut body: &[u8] = b"";
-        let head = crate::http::request::RequestHead::default();
+        let head = crate::http::request_head::RequestHead::default();
         let mut req = Request::new(&head, &mut body, None);
         let answer = |m: &str, req: &mut Request<'_>| e.handler(m).map(|h| h.handle(req).status());
         assert_eq!(answer("GET", &mut req), Some(200));

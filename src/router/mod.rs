@@ -435,7 +435,7 @@ fn is_token(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::RequestHead;
+    use crate::http::request_head::RequestHead;
     use crate::testing::TestRequest;
 
     /// What `router` answers `method target`: status, body (a `HEAD` request's too, as the

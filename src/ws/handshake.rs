@@ -2,7 +2,7 @@
 //! request head. Pure: no socket, no I/O.
 
 use crate::Response;
-use crate::http::request::{BodyFraming, RequestHead, Version};
+use crate::http::request_head::{BodyFraming, RequestHead, Version};
 
 /// What a valid upgrade request offers.
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::session::Takeover;
 use crate::http::spool::Received;
 use crate::upgraded::Upgraded;

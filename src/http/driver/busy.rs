@@ -14,7 +14,7 @@ use crate::http::budget::Held;
 use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
 use crate::http::conn::Encoder;
 use crate::http::pools::Pools;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::session::Takeover;
 use crate::http::spool::Spool;
 use crate::http::stream::Streaming;

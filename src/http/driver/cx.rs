@@ -10,7 +10,7 @@ use crate::http::date::DateLine;
 use crate::http::origin::Relay;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::stream::Streaming;
 use crate::limits::Limits;
 use crate::transport::Transport;

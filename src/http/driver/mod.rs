@@ -48,7 +48,7 @@ use crate::http::linger::Linger;
 use crate::http::origin::Hop;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::stream::Streaming;
 use crate::rate::Meter;
 

@@ -7,7 +7,7 @@ use crate::Handler;
 use crate::handler::answer;
 use crate::http::conn::Answer;
 use crate::http::driver::{self, Action, Handover, Request};
-use crate::http::request::RequestHead;
+use crate::http::request_head::RequestHead;
 use crate::http::session::Start;
 use crate::http::session_driver::SessionDriver;
 use crate::http::stream::{Produced, Streaming};
