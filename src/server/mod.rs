@@ -344,7 +344,6 @@ impl Builder {
         let listener = listener.into();
         listener.set_nonblocking()?;
         let address = listener.address()?;
-        // No more connections than are open wait in it.
         let control = Arc::new(Control::new(0, self.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
         // Declared before the queue's senders: dropped on a failed start after them, so the
