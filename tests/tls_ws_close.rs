@@ -328,6 +328,7 @@ engine_tests!(
 );
 
 /// Frames the client sends with its `close_notify`, and the frames the server answers.
+#[cfg(feature = "server")]
 type Case<'a> = (&'a [Vec<u8>], &'a [(u8, &'a str)]);
 
 /// The server engine with `Parking::Http` (HTTP parked, each WebSocket on a thread of its own,

@@ -11,6 +11,8 @@
 //! runs, so a client sending `Expect: 100-continue` is told to continue as soon as its head is
 //! parsed.
 //!
+//! [`Limits::max_body_bytes`]: crate::Limits::max_body_bytes
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use twinhttp::reactor::{Dispatch, Reactor};
@@ -36,13 +38,11 @@ use std::thread;
 use std::time::Duration;
 
 use crate::engine::Running;
-use crate::http::access::Logging;
-use crate::http::origin::TrustedProxies;
 use crate::net::Port;
-use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED};
+use crate::net::transport::{Address, Listener, UNSPECIFIED};
 use crate::settings::Settings;
 use crate::stats::{HandleSlot, Stats, StatsHandle};
-use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
+use crate::{Error, Handler, MinRate, ShutdownHandle};
 
 /// Where handlers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +112,8 @@ impl Config {
 /// listener per loop, [`Limits::default`], a 10 s header-read deadline, a 60 s idle timeout,
 /// minimum data rates and at most 16,384 open connections (`docs/configuration.md` has them all
 /// in one table).
+///
+/// [`Limits::default`]: crate::Limits::default
 ///
 /// # Examples
 ///
@@ -188,78 +190,7 @@ impl Builder {
         self
     }
 
-    /// Most open connections; beyond it new ones get `503` and are closed. Default: 16,384.
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.cfg.settings.max_connections = n.max(1);
-        self
-    }
-
-    /// Serves TLS (`https://`, and `wss://` WebSockets) with this rustls configuration, on every
-    /// listener this builder serves (TCP or Unix). The handshake runs in the engine's first
-    /// non-blocking reads of a connection, under the header-read deadline: never on the accept
-    /// thread, never on a worker. Files are copied through the encryption rather than sent with
-    /// `sendfile(2)`. Give the configuration ALPN `http/1.1`
-    /// ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default: plain.
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
-        self.cfg.settings.wrap.security =
-            crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
-        self
-    }
-
-    /// Requires a PROXY protocol header (version 1 or 2, as HAProxy's `send-proxy-v2` and
-    /// nginx's `proxy_protocol on` send) at the start of every connection, before TLS: the
-    /// client it names is [`Request::client_ip`](crate::Request::client_ip) and the access
-    /// log's first field. It is read in the connection's first non-blocking reads, under the
-    /// header-read deadline; a connection that does not begin with a well-formed header is
-    /// closed before any of its bytes is served. Turn it on only behind a proxy that sends it:
-    /// anyone who can connect could otherwise claim any address. Default: off.
-    pub fn proxy_protocol(mut self, on: bool) -> Self {
-        self.cfg.settings.wrap.preface = if on {
-            Preface::ProxyProtocol
-        } else {
-            Preface::None
-        };
-        self
-    }
-
-    /// The proxies whose forwarded headers (`Forwarded`, `X-Forwarded-For`,
-    /// `X-Forwarded-Proto`) are believed: a request from one of them (its peer, or the client
-    /// its PROXY protocol header named) gets its client and scheme from them
-    /// ([`Request::client_ip`](crate::Request::client_ip),
-    /// [`Request::scheme`](crate::Request::scheme), the access log). From anyone else they
-    /// are ignored. Default: nobody.
-    pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.cfg.settings.trusted_proxies = trusted;
-        self
-    }
-
-    /// The whole request head must arrive within this time (from accept, or from the first byte
-    /// of a later request); a slower head gets `408` and a close. Default: 10 s.
-    pub fn header_read_timeout(mut self, t: Duration) -> Self {
-        self.cfg.settings.header_read_timeout = t;
-        self
-    }
-
-    /// How long a keep-alive connection may stay idle between requests. Default: 60 s.
-    pub fn idle_timeout(mut self, t: Duration) -> Self {
-        self.cfg.settings.idle_timeout = t;
-        self
-    }
-
-    /// The memory budget of the whole server: bytes held for request bodies in memory,
-    /// response tails waiting for slow clients, and WebSocket and event-stream send queues, all
-    /// connections together. Past it the server degrades instead of growing: bodies go to
-    /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
-    /// and sessions that hold unsent data while their queue would grow are dropped, each counted
-    /// in [`Stats`] by reason beside the bytes held. Buffers a connection
-    /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
-    /// no budget. Default: 256 MiB.
-    pub fn memory_budget(mut self, bytes: usize) -> Self {
-        self.cfg.settings.memory_budget = bytes;
-        self
-    }
+    crate::settings::shared_setters!(cfg.settings);
 
     /// Shares the port with other processes (`SO_REUSEPORT`; `SO_REUSEPORT_LB` on FreeBSD):
     /// several servers, of the same user, each bound with this, take turns at its new
@@ -284,20 +215,6 @@ impl Builder {
     /// [`MinRate::default()`] (240 bytes/s after 5 s).
     pub fn min_response_rate(mut self, rate: Option<MinRate>) -> Self {
         self.cfg.settings.min_response_rate = rate;
-        self
-    }
-
-    /// Size limits for requests. Default: [`Limits::default()`].
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.cfg.settings.limits = limits;
-        self
-    }
-
-    /// Logs one line per exchange through `log`, at `info` to target `twinhttp::access`:
-    /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
-    /// nothing. Default: off.
-    pub fn access_log(mut self, on: bool) -> Self {
-        self.cfg.settings.access_log = Logging::from(on);
         self
     }
 

@@ -40,15 +40,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Control, Running, Starting};
-use crate::http::access::Logging;
 use crate::http::driver::{Driver, Streams};
-use crate::http::origin::TrustedProxies;
 use crate::net::Port;
 use crate::net::acceptor::Acceptor;
-use crate::net::transport::{Address, Listener, Preface, UNSPECIFIED};
+use crate::net::transport::{Address, Listener, UNSPECIFIED};
 use crate::settings::Settings;
 use crate::stats::{HandleSlot, Stats, StatsHandle};
-use crate::{Error, Handler, Limits, MinRate, ShutdownHandle};
+use crate::{Error, Handler, MinRate, ShutdownHandle};
 
 /// What the thread-pool engine parks: connections that wait in its poller, watched by one thread,
 /// instead of each holding a worker or a thread of its own.
@@ -81,6 +79,8 @@ pub const MAX_QUEUE: usize = 1 << 16;
 /// port safely: `4 × cores` workers, [`Limits::default`], a 10 s header-read deadline, a 60 s idle
 /// timeout, minimum data rates, at most 16,384 open connections and parking on
 /// (`docs/configuration.md` has them all in one table).
+///
+/// [`Limits::default`]: crate::Limits::default
 ///
 /// # Examples
 ///
@@ -147,81 +147,7 @@ impl Builder {
         self
     }
 
-    /// Most open connections; beyond it new ones get `503 Service Unavailable` and are closed.
-    /// Default: 16,384.
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.settings.max_connections = n.max(1);
-        self
-    }
-
-    /// Serves TLS (`https://`, and `wss://` WebSockets) with this rustls configuration, on every
-    /// listener this builder serves (TCP or Unix). The handshake runs in the engine's first
-    /// non-blocking reads of a connection, under the header-read deadline: never on the accept
-    /// thread, never on a worker. Files are copied through the encryption rather than sent with
-    /// `sendfile(2)`. Give the configuration ALPN `http/1.1`
-    /// ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default: plain.
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
-        self.settings.wrap.security =
-            crate::net::transport::Security::Tls(crate::net::tls::Tls(config));
-        self
-    }
-
-    /// Requires a PROXY protocol header (version 1 or 2, as HAProxy's `send-proxy-v2` and
-    /// nginx's `proxy_protocol on` send) at the start of every connection, before TLS: the
-    /// client it names is [`Request::client_ip`](crate::Request::client_ip) and the access
-    /// log's first field. It is read in the connection's first non-blocking reads, under the
-    /// header-read deadline; a connection that does not begin with a well-formed header is
-    /// closed before any of its bytes is served. Turn it on only behind a proxy that sends it:
-    /// anyone who can connect could otherwise claim any address. Default: off.
-    pub fn proxy_protocol(mut self, on: bool) -> Self {
-        self.settings.wrap.preface = if on {
-            Preface::ProxyProtocol
-        } else {
-            Preface::None
-        };
-        self
-    }
-
-    /// The proxies whose forwarded headers (`Forwarded`, `X-Forwarded-For`,
-    /// `X-Forwarded-Proto`) are believed: a request from one of them (its peer, or the client
-    /// its PROXY protocol header named) gets its client and scheme from them
-    /// ([`Request::client_ip`](crate::Request::client_ip),
-    /// [`Request::scheme`](crate::Request::scheme), the access log). From anyone else they
-    /// are ignored. Default: nobody.
-    pub fn trusted_proxies(mut self, trusted: TrustedProxies) -> Self {
-        self.settings.trusted_proxies = trusted;
-        self
-    }
-
-    /// The whole request head must arrive within this time, counted from the connection's
-    /// accept or from the first byte of a later request; a slower head gets `408` and a close
-    /// (Slowloris). Default: 10 s.
-    pub fn header_read_timeout(mut self, t: Duration) -> Self {
-        self.settings.header_read_timeout = t;
-        self
-    }
-
-    /// How long a keep-alive connection may stay idle between requests before it is closed.
-    /// Default: 60 s.
-    pub fn idle_timeout(mut self, t: Duration) -> Self {
-        self.settings.idle_timeout = t;
-        self
-    }
-
-    /// The memory budget of the whole server: bytes held for request bodies in memory,
-    /// response tails waiting for slow clients, and WebSocket and event-stream send queues, all
-    /// connections together. Past it the server degrades instead of growing: bodies go to
-    /// their temporary files, new requests with a body are answered `503` with `Retry-After`,
-    /// and sessions that hold unsent data while their queue would grow are dropped, each counted
-    /// in [`Stats`] by reason beside the bytes held. Buffers a connection
-    /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
-    /// no budget. Default: 256 MiB.
-    pub fn memory_budget(mut self, bytes: usize) -> Self {
-        self.settings.memory_budget = bytes;
-        self
-    }
+    crate::settings::shared_setters!(settings);
 
     /// Shares the port with other processes (`SO_REUSEPORT`; `SO_REUSEPORT_LB` on FreeBSD):
     /// several servers, of the same user, each bound with this, take turns at its new
@@ -262,20 +188,6 @@ impl Builder {
     /// connection's idle deadline if that comes first. Default: 0 (park at once).
     pub fn park_linger(mut self, t: Duration) -> Self {
         self.park_linger = t;
-        self
-    }
-
-    /// Size limits for requests. Default: [`Limits::default()`].
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.settings.limits = limits;
-        self
-    }
-
-    /// Logs one line per exchange through `log`, at `info` to target `twinhttp::access`:
-    /// `PEER "METHOD TARGET VERSION" STATUS BYTES DURATION` (see the crate docs). Off, it costs
-    /// nothing. Default: off.
-    pub fn access_log(mut self, on: bool) -> Self {
-        self.settings.access_log = Logging::from(on);
         self
     }
 
