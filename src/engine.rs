@@ -3,7 +3,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -274,16 +274,51 @@ pub(crate) fn keep<'a>(
         .collect()
 }
 
-/// An engine being started: the threads spawned so far, and the pollers that wake them.
-/// [`Starting::finish`] makes it the running engine; dropped before that (a later thread,
-/// poller or loop could not be made), it stops and joins what it had started, so a start that
-/// fails leaves nothing serving.
-///
-/// An engine declares it before anything its threads wait on to end (a channel's sender): those
-/// are dropped first, then the threads are joined.
+/// An engine being started: the threads spawned so far, and the pollers that wake them. The
+/// threads wait at its gate before they run anything: [`Starting::finish`] opens it and makes
+/// it the running engine; dropped before that (a later thread, poller or loop could not be
+/// made), it sends them home, so they end without having served, and joins them. A start that
+/// fails leaves nothing serving, and never served.
 pub(crate) struct Starting {
     handle: ShutdownHandle,
     threads: Vec<JoinHandle<()>>,
+    gate: Arc<Gate>,
+}
+
+/// What the threads of a start wait for.
+#[derive(Default)]
+struct Gate {
+    decided: Mutex<Option<Go>>,
+    changed: Condvar,
+}
+
+/// Whether the threads of a start run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Go {
+    /// Every thread started: run.
+    Run,
+    /// The start failed: end without running.
+    Home,
+}
+
+impl Gate {
+    fn open(&self, go: Go) {
+        *self.decided.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) -> Go {
+        let mut decided = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(go) = *decided {
+                return go;
+            }
+            decided = self
+                .changed
+                .wait(decided)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 impl Starting {
@@ -294,6 +329,7 @@ impl Starting {
                 wakers: Vec::new(),
             },
             threads: Vec::new(),
+            gate: Arc::default(),
         }
     }
 
@@ -302,13 +338,20 @@ impl Starting {
         self.handle.wakers.push(poller);
     }
 
-    /// Spawns one of the engine's own threads ([`Control::spawn`]).
+    /// Spawns one of the engine's own threads ([`Control::spawn`]); it runs `f` once the start
+    /// is finished.
     pub(crate) fn spawn(
         &mut self,
         name: &str,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), Error> {
-        self.threads.push(self.handle.control.spawn(name, f)?);
+        let gate = self.gate.clone();
+        let thread = self.handle.control.spawn(name, move || {
+            if gate.wait() == Go::Run {
+                f()
+            }
+        })?;
+        self.threads.push(thread);
         Ok(())
     }
 
@@ -317,6 +360,7 @@ impl Starting {
     pub(crate) fn finish(mut self, address: Address, listeners: Vec<OwnedFd>) -> Running {
         let control = &self.handle.control;
         *control.listeners.lock().unwrap_or_else(|e| e.into_inner()) = listeners;
+        self.gate.open(Go::Run);
         crate::systemd::ready();
         Running {
             address,
@@ -331,8 +375,8 @@ impl Drop for Starting {
         if self.threads.is_empty() {
             return;
         }
-        log::error!("the engine could not start: stopping the threads it had started");
-        self.handle.stop();
+        log::error!("the engine could not start: ending the threads it had started");
+        self.gate.open(Go::Home);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -387,11 +431,6 @@ impl ShutdownHandle {
     /// Begins the shutdown; returns at once.
     pub fn shutdown(&self) {
         crate::systemd::stopping();
-        self.stop();
-    }
-
-    /// Sets the flag and wakes the engine's threads to see it.
-    fn stop(&self) {
         // A successor has its own copies; without one, new connects are refused at once.
         self.control.close_listeners();
         self.control.shutting_down.store(true, Ordering::Release);
@@ -423,37 +462,27 @@ pub(crate) fn wait_events(
 mod tests {
     use super::*;
 
-    /// A start dropped part-way stops the threads it started and joins them: a thread that
-    /// sleeps in its poller until shutdown has ended when the drop returns.
+    /// A start dropped part-way ends the threads it started without running their work, and
+    /// joins them: when the drop returns, the work's closure has been dropped unrun.
     #[test]
-    fn a_start_dropped_part_way_stops_and_joins_its_threads() {
+    fn a_start_dropped_part_way_ends_its_threads_unrun() {
         let control = Arc::new(Control::new(0, 1 << 20));
-        let poller = Arc::new(Poller::new().expect("poller"));
-        let (ended_tx, ended_rx) = crossbeam_channel::bounded(1);
-        let (started_tx, started_rx) = crossbeam_channel::bounded(1);
+        let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
         let mut starting = Starting::new(control.clone());
-        starting.wakes(poller.clone());
-        let (ctl, p) = (control.clone(), poller.clone());
         starting
             .spawn("test-thread", move || {
-                let mut events = Events::new();
-                let _ = started_tx.send(());
-                while !ctl.is_shutting_down() {
-                    wait_events(&p, &mut events, None, "test");
-                }
-                let _ = ended_tx.send(());
+                let _ = ran_tx.send(());
             })
             .expect("spawn");
-        started_rx.recv().expect("the thread started");
         assert_eq!(control.stats().threads, 1);
         drop(starting);
-        assert!(control.is_shutting_down());
         assert_eq!(
-            ended_rx.try_recv(),
-            Ok(()),
-            "joined before the drop returned"
+            ran_rx.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected),
+            "ended without running, before the drop returned"
         );
         assert_eq!(control.stats().threads, 0);
+        assert!(!control.is_shutting_down(), "nothing ran to stop");
     }
 
     /// A finished start hands its threads to the running engine, which its shutdown stops.
@@ -464,16 +493,24 @@ mod tests {
         let mut starting = Starting::new(control.clone());
         starting.wakes(poller.clone());
         let ctl = control.clone();
+        let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
         starting
             .spawn("test-thread", move || {
+                let _ = ran_tx.send(());
                 let mut events = Events::new();
                 while !ctl.is_shutting_down() {
                     wait_events(&poller, &mut events, None, "test");
                 }
             })
             .expect("spawn");
+        assert_eq!(
+            ran_rx.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Empty),
+            "nothing runs before the start is finished"
+        );
         let address = Address::Unix(None);
         let running = starting.finish(address, Vec::new());
+        assert_eq!(ran_rx.recv_timeout(Duration::from_secs(5)), Ok(()));
         assert!(!control.is_shutting_down(), "finishing stops nothing");
         running.shutdown(Duration::from_secs(5)).expect("shutdown");
         assert_eq!(control.stats().threads, 0);

@@ -66,8 +66,9 @@ impl Settings {
 /// builder's `impl`, with the path to its [`Settings`] (`settings`, or `cfg.settings`).
 macro_rules! shared_setters {
     ($($settings:ident).+) => {
-        /// Most open connections; beyond it new ones get `503 Service Unavailable` and are closed.
-        /// Default: 16,384.
+        /// Most open connections; beyond it new ones get `503 Service Unavailable` and are closed
+        /// (over TLS closed without an answer: answering would cost the handshake the limit
+        /// sheds). Default: 16,384.
         pub fn max_connections(mut self, n: usize) -> Self {
             self.$($settings).+.max_connections = n.max(1);
             self
@@ -134,7 +135,7 @@ macro_rules! shared_setters {
         /// connections together. Past it the server degrades instead of growing: bodies go to their
         /// temporary files, new requests with a body are answered `503` with `Retry-After`, and
         /// sessions that hold unsent data while their queue would grow are dropped, each counted in
-        /// [`Stats`]($crate::stats::Stats) by reason beside the bytes held. Buffers a connection
+        /// [`Stats`](crate::stats::Stats) by reason beside the bytes held. Buffers a connection
         /// needs to read and write (up to 16 KiB each while in use) are not counted. `usize::MAX`:
         /// no budget. Default: 256 MiB.
         pub fn memory_budget(mut self, bytes: usize) -> Self {
@@ -142,7 +143,7 @@ macro_rules! shared_setters {
             self
         }
 
-        /// Size limits for requests. Default: [`Limits::default()`]($crate::Limits::default).
+        /// Size limits for requests. Default: [`Limits::default()`](crate::Limits::default).
         pub fn limits(mut self, limits: $crate::Limits) -> Self {
             self.$($settings).+.limits = limits;
             self

@@ -34,8 +34,7 @@ impl Builder {
         let cfg = Arc::new(self.cfg);
         let control = Arc::new(Control::new(listeners.len(), cfg.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
-        // Declared before the pool's senders (held by the loops): dropped on a failed start
-        // after them, so the pool threads it joins see their queue end.
+        // The threads spawned through it run once every one is up; a failed start ends them unrun.
         let mut starting = Starting::new(control.clone());
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         // Every loop is made (its poller, its listener registered) before any thread starts.

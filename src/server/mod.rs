@@ -258,8 +258,7 @@ impl Builder {
         let address = listener.address()?;
         let control = Arc::new(Control::new(0, self.settings.memory_budget));
         control.publish_to(self.stats.handed_out());
-        // Declared before the queue's senders: dropped on a failed start after them, so the
-        // workers it joins see the queue end.
+        // The threads spawned through it run once every one is up; a failed start ends them unrun.
         let mut starting = Starting::new(control.clone());
         // No more connections than are open wait in it.
         let queue = self.queue.min(self.settings.max_connections).min(MAX_QUEUE);
@@ -307,9 +306,6 @@ impl Builder {
             self.settings.max_connections,
             self.settings.wrap.clone(),
         )?;
-        // The acceptor starts last: nothing is served before every thread is up. The parker
-        // starts first, so a failed start never leaves it unstarted with the queue's sender
-        // (its thread gives it up as it ends, and the workers end with the queue).
         if let Some(p) = parker.clone() {
             starting.wakes(p.waker());
             starting.spawn("twinhttp-park", move || p.run())?;

@@ -568,7 +568,17 @@ pub fn stats_until(
     what: &str,
     ok: impl Fn(&twinhttp::stats::Stats) -> bool,
 ) -> twinhttp::stats::Stats {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    stats_within(Duration::from_secs(20), stats, what, ok)
+}
+
+/// [`stats_until`] with a `limit` of its own: where how soon is what the test asserts.
+pub fn stats_within(
+    limit: Duration,
+    stats: impl Fn() -> twinhttp::stats::Stats,
+    what: &str,
+    ok: impl Fn(&twinhttp::stats::Stats) -> bool,
+) -> twinhttp::stats::Stats {
+    let deadline = std::time::Instant::now() + limit;
     loop {
         let s = stats();
         if ok(&s) {

@@ -78,11 +78,16 @@ impl Life {
 
     /// Shutdown began; true when it had not before.
     fn stop(&mut self) -> bool {
-        let Life::Serving(queue) = self else {
-            return false;
-        };
-        *self = Life::Stopping(queue.clone());
-        true
+        match std::mem::replace(self, Life::Ended) {
+            Life::Serving(queue) => {
+                *self = Life::Stopping(queue);
+                true
+            }
+            was => {
+                *self = was;
+                false
+            }
+        }
     }
 
     /// The parker thread ends: the queue's sender, given up (to be dropped unlocked).
