@@ -211,6 +211,66 @@ fn shutdown_ends_open_streams(engine: Engine) {
     assert_eq!(sender.send(Event::data("x")), Err(SendError::Closed));
 }
 
+/// A client that does not take what is queued (no minimum rate here, so only the shutdown can
+/// end it) holds the shutdown no longer than the stream's shutdown timeout: the stream is closed
+/// with what is left, and the shutdown ends well within its grace.
+fn shutdown_closes_a_stream_its_client_does_not_drain(engine: Engine) {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let srv = support::start_with(
+        engine,
+        support::Config {
+            response_rate: None,
+            ..support::Config::default()
+        },
+        move |_: &mut Request<'_>| {
+            let config = SseConfig::default()
+                .max_queue(64 << 20)
+                .shutdown_timeout(Duration::from_millis(500));
+            let (resp, sender) = Response::event_stream_with(config);
+            let _ = tx.lock().expect("lock").send(sender);
+            resp
+        },
+    );
+    let mut s = Stream::open(&srv, "/", "");
+    let sender = rx.recv_timeout(Duration::from_secs(5)).expect("sender");
+    // More than the sockets' buffers hold: the client reads none of it.
+    let event = Event::data("x".repeat(64 * 1024));
+    for _ in 0..256 {
+        sender.send(event.clone()).expect("queued");
+    }
+    srv.stats_until("an event stream", |st| st.event_streams == 1);
+    let began = Instant::now();
+    srv.shutdown(Duration::from_secs(20))
+        .expect("shutdown in time");
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "the shutdown took {took:?}: the stream's 500 ms timeout did not end it"
+    );
+    assert!(
+        took >= Duration::from_millis(400),
+        "closed at once: {took:?}"
+    );
+    // Closed with what was left: the client never sees the last chunk.
+    s.sock
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = vec![0u8; 1 << 20];
+    let mut tail = Vec::new();
+    loop {
+        match s.sock.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&buf[..n]);
+                tail.drain(..tail.len().saturating_sub(16));
+            }
+            Err(e) => panic!("the connection was not closed: {e}"),
+        }
+    }
+    assert!(!tail.ends_with(b"0\r\n\r\n"), "cut, not ended: {tail:?}");
+}
+
 fn a_head_request_closes_the_sender(engine: Engine) {
     let (srv, rx) = server(engine);
     let mut sock = connect(srv.addr);
@@ -232,5 +292,6 @@ engine_tests!(
     the_sender_ends_the_stream,
     dropping_every_sender_ends_the_stream,
     shutdown_ends_open_streams,
+    shutdown_closes_a_stream_its_client_does_not_drain,
     a_head_request_closes_the_sender,
 );

@@ -25,6 +25,9 @@ struct SseConn {
     last_write: Instant,
     /// The stream is over: write what is left (and the last chunk), then close.
     ending: bool,
+    /// Server shutdown began: closed at this time, whatever is left
+    /// ([`SseConfig::shutdown_timeout`](super::SseConfig::shutdown_timeout)).
+    closes_by: Option<Instant>,
     /// The minimum rate of output while the client does not take it all.
     rate: Option<MinRate>,
     sent: Meter,
@@ -61,6 +64,7 @@ impl SseConn {
             written: 0,
             last_write: now,
             ending: false,
+            closes_by: None,
             rate,
             sent: Meter::new(rate),
         }
@@ -70,12 +74,26 @@ impl SseConn {
         lock(&self.shared.queue)
     }
 
-    /// Server shutdown: end the stream after what is queued.
-    fn end_after_queue(&mut self) {
+    /// Server shutdown, begun at `now`: end the stream after what is queued, or at the
+    /// shutdown timeout with what is left.
+    fn end_after_queue(&mut self, now: Instant) {
         let mut q = self.queue();
         if q.flow == Flow::Open {
             q.flow = Flow::Ending;
         }
+        drop(q);
+        if self.closes_by.is_none() {
+            self.closes_by = deadline::after(now, self.shared.config.shutdown_timeout);
+        }
+    }
+
+    /// Waits for the socket (`write`: to take output) until `deadline` or the shutdown's.
+    fn wait(&self, write: bool, deadline: Option<Instant>) -> Next {
+        let deadline = match (deadline, self.closes_by) {
+            (Some(d), Some(by)) => Some(d.min(by)),
+            (d, by) => d.or(by),
+        };
+        Next::Wait { write, deadline }
     }
 
     /// Marks the sender closed (the connection is going away): what is queued is dropped and
@@ -88,6 +106,9 @@ impl SseConn {
     fn run(&mut self, sock: &mut dyn Duplex, now: Instant) -> Next {
         self.shared.notified.running();
         if lock(&self.shared.queue).flow == Flow::Shed {
+            return self.closed();
+        }
+        if self.closes_by.is_some_and(|by| now >= by) {
             return self.closed();
         }
         // The client sends nothing on an event stream; end of input means it went away. What
@@ -152,10 +173,8 @@ impl SseConn {
                 match sock.flush() {
                     Ok(()) => {}
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        return Next::Wait {
-                            write: true,
-                            deadline: self.sent.deadline(now),
-                        };
+                        let stalled = self.sent.deadline(now);
+                        return self.wait(true, stalled);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.closed(),
@@ -174,12 +193,9 @@ impl SseConn {
                 if input_left {
                     return Next::Again;
                 }
-                let deadline = (self.shared.config.heartbeat)
+                let beat = (self.shared.config.heartbeat)
                     .and_then(|b| deadline::after(self.last_write, b));
-                return Next::Wait {
-                    write: false,
-                    deadline,
-                };
+                return self.wait(false, beat);
             }
             match sock.write(&self.out[self.written..]) {
                 Ok(0) => return self.closed(),
@@ -194,10 +210,7 @@ impl SseConn {
                     if stalled.is_some_and(|d| now >= d) {
                         return self.closed();
                     }
-                    return Next::Wait {
-                        write: true,
-                        deadline: stalled,
-                    };
+                    return self.wait(true, stalled);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return self.closed(),
@@ -224,8 +237,8 @@ impl Session for SseConn {
     }
     /// The heartbeat is due: the next turn writes it.
     fn expire(&mut self, _: &mut Io<'_>, _: Instant) {}
-    fn shutdown(&mut self, _: &mut Io<'_>, _: Instant) {
-        self.end_after_queue()
+    fn shutdown(&mut self, _: &mut Io<'_>, now: Instant) {
+        self.end_after_queue(now)
     }
     fn finish(&mut self, _: Callbacks) -> Option<Box<dyn Work>> {
         self.sender_closed();

@@ -5,7 +5,8 @@
 //! engine then writes each event as it is sent, a heartbeat comment when the stream has been
 //! quiet for [`SseConfig::heartbeat`], and ends the stream when the client goes away (the sender
 //! reports [`SendError::Closed`]), when [`SseSender::close`] is called or the last clone of the
-//! sender is dropped (after what is queued), or at server shutdown.
+//! sender is dropped (after what is queued), or at server shutdown (after what is queued, or
+//! closed as it stands at [`SseConfig::shutdown_timeout`]).
 //! An open stream costs no thread: on the thread-pool server it is parked between events like an
 //! idle keep-alive connection (with [`Parking::Off`](crate::server::Parking::Off) or
 //! [`Parking::Http`](crate::server::Parking::Http), a thread of its own); on the reactor it is a state of its connection.
@@ -146,6 +147,11 @@ pub struct SseConfig {
     /// [`SseSender::send`] fails with [`SendError::Full`]. An event is never cut: the one that
     /// reaches the bound is queued whole. Default 1 MiB.
     pub max_queue: usize,
+    /// At server shutdown the stream sends what is queued and ends; one whose client has not
+    /// taken it all this long after the shutdown began is closed as it stands, so a client
+    /// reading slowly (above the minimum rate) does not hold the shutdown past its grace.
+    /// Default 5 s (as [`WsConfig::close_timeout`](crate::ws::WsConfig::close_timeout)).
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for SseConfig {
@@ -153,6 +159,7 @@ impl Default for SseConfig {
         SseConfig {
             heartbeat: Some(Duration::from_secs(15)),
             max_queue: 1 << 20,
+            shutdown_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -166,6 +173,11 @@ impl SseConfig {
     /// Sets [`SseConfig::max_queue`].
     pub fn max_queue(mut self, bytes: usize) -> Self {
         self.max_queue = bytes;
+        self
+    }
+    /// Sets [`SseConfig::shutdown_timeout`].
+    pub fn shutdown_timeout(mut self, t: Duration) -> Self {
+        self.shutdown_timeout = t;
         self
     }
 }
