@@ -77,9 +77,11 @@ macro_rules! shared_setters {
         /// Serves TLS (`https://`, and `wss://` WebSockets) with this rustls configuration, on
         /// every listener this builder serves (TCP or Unix). The handshake runs in the engine's
         /// first non-blocking reads of a connection, under the header-read deadline: never on the
-        /// accept thread, never on a worker. Files are copied through the encryption rather than
-        /// sent with `sendfile(2)`. Give the configuration ALPN `http/1.1`
-        /// ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default: plain.
+        /// accept thread, and on the server engine never on a worker (with `Parking::Off`, where
+        /// a connection holds its worker for life, on that worker). Files are copied through the
+        /// encryption rather than sent with `sendfile(2)`. Give the configuration ALPN
+        /// `http/1.1` ([`tls::config_from_pem`](crate::tls::config_from_pem) does). Default:
+        /// plain.
         #[cfg(feature = "tls")]
         #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
         pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
