@@ -89,6 +89,23 @@ pub(crate) struct Progress {
     bytes: u64,
     /// Time spent waiting on the peer, waits that ended.
     waited: Duration,
+    /// Output: the bytes its socket held unacknowledged when it first waited, where the
+    /// transport knows ([`Transport::unacknowledged`](crate::Transport::unacknowledged)).
+    held_at_first_wait: Option<usize>,
+}
+
+impl Progress {
+    /// The bytes moved that the peer took: those the socket holds unacknowledged beyond what it
+    /// held at the first wait went into room its send buffer grew, not to the peer.
+    fn taken(&self, held_now: Option<usize>) -> u64 {
+        match (self.held_at_first_wait, held_now) {
+            (Some(first), Some(now)) => {
+                let grown = u64::try_from(now.saturating_sub(first)).unwrap_or(u64::MAX);
+                self.bytes.saturating_sub(grown)
+            }
+            _ => self.bytes,
+        }
+    }
 }
 
 impl Meter {
@@ -102,15 +119,27 @@ impl Meter {
     }
 
     /// The transfer waits on the peer from `now` (or from when the wait under way began): when
-    /// it falls below the rate if nothing moves. `None`: never.
-    pub(crate) fn deadline(&mut self, now: Instant) -> Option<Instant> {
+    /// it falls below the rate if nothing moves. `None`: never. `unacknowledged`: for output,
+    /// what its socket holds that the peer has not acknowledged, where the transport knows
+    /// (bytes the kernel took into a grown send buffer are not the peer's progress).
+    pub(crate) fn deadline(
+        &mut self,
+        now: Instant,
+        unacknowledged: Option<usize>,
+    ) -> Option<Instant> {
         let (rate, since, done) = match *self {
             Meter::Off => return None,
-            Meter::Unhindered(rate) => (rate, now, Progress::default()),
+            Meter::Unhindered(rate) => {
+                let first = Progress {
+                    held_at_first_wait: unacknowledged,
+                    ..Progress::default()
+                };
+                (rate, now, first)
+            }
             Meter::Waiting { rate, since, done } => (rate, since, done),
             Meter::Moving { rate, done } => (rate, now, done),
         };
-        let allowance = rate.allowance(done.bytes)?;
+        let allowance = rate.allowance(done.taken(unacknowledged))?;
         *self = Meter::Waiting { rate, since, done };
         deadline::after(since, allowance.saturating_sub(done.waited))
     }
@@ -126,6 +155,7 @@ impl Meter {
                     waited: done
                         .waited
                         .saturating_add(now.saturating_duration_since(*since)),
+                    held_at_first_wait: done.held_at_first_wait,
                 };
                 *self = Meter::Moving { rate: *rate, done };
             }
@@ -143,19 +173,19 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
-        assert_eq!(m.deadline(t0), Some(t0 + 5 * s));
+        assert_eq!(m.deadline(t0, None), Some(t0 + 5 * s));
         // Two bytes a second: the deadline stays at the end of the grace period.
         for i in 1..5 {
             m.moved(t0 + i * s, 2);
-            assert_eq!(m.deadline(t0 + i * s), Some(t0 + 5 * s));
+            assert_eq!(m.deadline(t0 + i * s, None), Some(t0 + 5 * s));
         }
         // 1,200 bytes a second: each second buys five more.
         let mut m = Meter::new(Some(MinRate::default()));
         for i in 1..=10 {
-            m.deadline(t0 + (i - 1) * s);
+            m.deadline(t0 + (i - 1) * s, None);
             m.moved(t0 + i * s, 1200);
         }
-        assert_eq!(m.deadline(t0 + 10 * s), Some(t0 + 50 * s));
+        assert_eq!(m.deadline(t0 + 10 * s, None), Some(t0 + 50 * s));
     }
 
     #[test]
@@ -163,7 +193,32 @@ mod tests {
         let t0 = Instant::now();
         let mut m = Meter::new(Some(MinRate::default()));
         m.moved(t0, 4 << 20);
-        assert_eq!(m.deadline(t0), Some(t0 + Duration::from_secs(5)));
+        assert_eq!(m.deadline(t0, None), Some(t0 + Duration::from_secs(5)));
+    }
+
+    /// Bytes the kernel took into send-buffer room that grew after the first wait, and still
+    /// holds unacknowledged, are not the peer's: 4 MiB taken that way by a client that reads
+    /// nothing earns nothing (it earned 4.6 hours at 240 B/s); what the peer acknowledged
+    /// counts.
+    #[test]
+    fn bytes_a_grown_send_buffer_holds_earn_no_credit() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut m = Meter::new(Some(MinRate::default()));
+        // 128 KiB held unacknowledged when the output first waits.
+        assert_eq!(m.deadline(t0, Some(128 << 10)), Some(t0 + 5 * s));
+        // The buffer grows: 4 MiB more taken, all of it still held.
+        m.moved(t0 + s, 4 << 20);
+        let held = (128 << 10) + (4 << 20);
+        assert_eq!(m.deadline(t0 + s, Some(held)), Some(t0 + 5 * s));
+        // The peer acknowledges 24,000 bytes: 100 s at 240 B/s, counted from the first wait
+        // (one second of it spent).
+        assert_eq!(m.deadline(t0 + s, Some(held - 24_000)), Some(t0 + 100 * s));
+        // Where the transport cannot tell, every byte taken counts.
+        let mut m = Meter::new(Some(MinRate::default()));
+        m.deadline(t0, None);
+        m.moved(t0 + s, 24_000);
+        assert_eq!(m.deadline(t0 + s, None), Some(t0 + 100 * s));
     }
 
     #[test]
@@ -171,26 +226,26 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::new(100, 2 * s)));
-        m.deadline(t0);
+        m.deadline(t0, None);
         m.moved(t0 + s, 0);
         // The server worked for an hour without waiting on the peer.
         let later = t0 + 3600 * s;
-        assert_eq!(m.deadline(later), Some(later + s));
+        assert_eq!(m.deadline(later, None), Some(later + s));
     }
 
     #[test]
     fn off_and_huge_values_never_overflow() {
         let now = Instant::now();
-        assert_eq!(Meter::new(None).deadline(now), None);
+        assert_eq!(Meter::new(None).deadline(now, None), None);
         assert_eq!(
-            Meter::new(Some(MinRate::new(0, Duration::ZERO))).deadline(now),
+            Meter::new(Some(MinRate::new(0, Duration::ZERO))).deadline(now, None),
             None
         );
         let mut m = Meter::new(Some(MinRate::new(1, Duration::MAX)));
-        assert_eq!(m.deadline(now), None);
+        assert_eq!(m.deadline(now, None), None);
         let mut m = Meter::new(Some(MinRate::new(u64::MAX, Duration::ZERO)));
         m.moved(now, usize::MAX);
         m.moved(now, usize::MAX);
-        assert!(m.deadline(now).is_some());
+        assert!(m.deadline(now, None).is_some());
     }
 }

@@ -54,6 +54,16 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
         false
     }
 
+    /// Bytes the transport's socket took that its peer has not acknowledged yet: a TCP socket's
+    /// send queue (`SIOCOUTQ`), on Linux and Android. The minimum response rate counts what the
+    /// peer took, not what the kernel took into a send buffer that grew (Linux grows a TCP
+    /// send buffer up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB by default, as the connection
+    /// speeds up). `None`, the default: not known (a Unix domain socket, other platforms), and
+    /// every byte the socket takes counts.
+    fn unacknowledged(&self) -> Option<usize> {
+        None
+    }
+
     /// True when the transport holds output it must send before it can read on (a TLS
     /// handshake's flight the socket did not take): an engine whose read said `WouldBlock` then
     /// waits for the descriptor to be writable as well as readable, and reads again when it is
@@ -86,6 +96,9 @@ impl Transport for TcpStream {
     }
     fn direct_fd(&self) -> Option<BorrowedFd<'_>> {
         direct(self)
+    }
+    fn unacknowledged(&self) -> Option<usize> {
+        crate::net::sys::unacknowledged(self.as_fd())
     }
 }
 
@@ -174,6 +187,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn buffered_input(&self) -> bool {
         (**self).buffered_input()
+    }
+    fn unacknowledged(&self) -> Option<usize> {
+        (**self).unacknowledged()
     }
     fn wants_write(&self) -> bool {
         (**self).wants_write()

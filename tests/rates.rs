@@ -381,3 +381,44 @@ engine_tests!(
     a_websocket_that_stops_reading_is_cut,
     an_event_stream_that_stops_reading_is_cut,
 );
+
+/// What the minimum response rate asks of the transport: on Linux a TCP socket reports the bytes
+/// its peer has not acknowledged, so that bytes the kernel took into a send buffer that grew are
+/// not counted as taken by the client. Over loopback: a peer that reads nothing leaves bytes
+/// unacknowledged once the socket takes no more; once it has read them all, none are left.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_tcp_socket_reports_what_its_peer_has_not_acknowledged() {
+    use std::io::{ErrorKind, Read};
+    use twinhttp::Transport;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut writer = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let (mut reader, _) = listener.accept().expect("accept");
+    writer.set_nonblocking(true).expect("non-blocking");
+    assert_eq!(Transport::unacknowledged(&writer), Some(0));
+    let chunk = vec![b'x'; 64 << 10];
+    let mut total = 0;
+    loop {
+        match writer.write(&chunk) {
+            Ok(n) => total += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    let held = Transport::unacknowledged(&writer).expect("known on Linux");
+    assert!(held > 0 && held <= total, "{held} of {total} written");
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0;
+    while got < total {
+        got += reader.read(&mut buf).expect("read");
+    }
+    // The acknowledgement of the last bytes may follow their delivery by a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Transport::unacknowledged(&writer) != Some(0) {
+        assert!(
+            Instant::now() < deadline,
+            "still unacknowledged after the peer read all"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -78,11 +78,19 @@ pub(crate) trait Duplex: Read + Write {
     fn buffered_input(&self) -> bool {
         false
     }
+    /// What the socket holds that the peer has not acknowledged, where the transport knows
+    /// ([`Transport::unacknowledged`](crate::Transport::unacknowledged)).
+    fn unacknowledged(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<T: crate::transport::Transport + ?Sized> Duplex for T {
     fn buffered_input(&self) -> bool {
         crate::transport::Transport::buffered_input(self)
+    }
+    fn unacknowledged(&self) -> Option<usize> {
+        crate::transport::Transport::unacknowledged(self)
     }
 }
 

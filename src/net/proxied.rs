@@ -273,6 +273,9 @@ impl<T: Transport> Transport for Proxied<T> {
     fn wants_write(&self) -> bool {
         self.inner.wants_write()
     }
+    fn unacknowledged(&self) -> Option<usize> {
+        self.inner.unacknowledged()
+    }
     fn abort(&mut self) {
         self.inner.abort()
     }

@@ -1,6 +1,6 @@
 //! The one module allowed `unsafe`: registering sockets with a `polling::Poller`, whose `add` is
 //! unsafe because the source must be deleted from the poller before it is dropped. [`Registered`]
-//! owns the socket and upholds that in its `Drop`.
+//! owns the socket and upholds that in its `Drop`. And one `ioctl(2)` ([`unacknowledged`]).
 #![allow(unsafe_code)]
 
 use std::io;
@@ -93,4 +93,27 @@ impl<S: AsFd> Drop for Registered<S> {
     fn drop(&mut self) {
         let _ = self.poller.delete(self.source.as_fd());
     }
+}
+
+/// `SIOCOUTQ` (`TIOCOUTQ`): the bytes in a TCP socket's send queue its peer has not acknowledged.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+
+/// The bytes a TCP socket holds that its peer has not acknowledged ([`SIOCOUTQ`]); `None` when
+/// the call fails.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn unacknowledged(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+    // SAFETY: for a socket, `SIOCOUTQ` writes one `int` through the pointer the `Getter` gives,
+    // which points at a `c_int`.
+    let queued = unsafe {
+        let getter = rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new();
+        rustix::ioctl::ioctl(socket, getter)
+    };
+    queued.ok().and_then(|n| usize::try_from(n).ok())
+}
+
+/// Not known on this platform.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn unacknowledged(_: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+    None
 }

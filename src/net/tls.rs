@@ -213,6 +213,11 @@ impl<T: Transport> Transport for TlsStream<T> {
     fn proxied_source(&self) -> Option<std::net::SocketAddr> {
         self.inner.proxied_source()
     }
+
+    /// The socket's (records, a little more than the bytes written to the stream).
+    fn unacknowledged(&self) -> Option<usize> {
+        self.inner.unacknowledged()
+    }
 }
 
 /// How accepted connections are wrapped before an engine serves them.

@@ -173,7 +173,7 @@ impl SseConn {
                 match sock.flush() {
                     Ok(()) => {}
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        let stalled = self.sent.deadline(now);
+                        let stalled = self.sent.deadline(now, sock.unacknowledged());
                         return self.wait(true, stalled);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -206,7 +206,7 @@ impl SseConn {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     // A client that takes the stream slower than the minimum rate is dropped.
-                    let stalled = self.sent.deadline(now);
+                    let stalled = self.sent.deadline(now, sock.unacknowledged());
                     if stalled.is_some_and(|d| now >= d) {
                         return self.closed();
                     }

@@ -73,6 +73,11 @@ impl<'a> WsIo<'a> {
     }
 
     /// Bytes written since the last call.
+    /// What the socket holds that the peer has not acknowledged, where the transport knows.
+    pub(super) fn unacknowledged(&self) -> Option<usize> {
+        self.stream.unacknowledged()
+    }
+
     pub(super) fn take_written(&mut self) -> usize {
         std::mem::take(&mut self.written)
     }

@@ -29,6 +29,9 @@ pub(crate) trait Io: Read + Write {
     fn wants_write(&self) -> bool;
     /// The transport holds input the socket no longer signals (decrypted TLS records).
     fn buffered_input(&self) -> bool;
+    /// What the socket holds that the peer has not acknowledged, where the transport knows
+    /// ([`Transport::unacknowledged`]).
+    fn unacknowledged(&self) -> Option<usize>;
     /// Sends up to `len` bytes of `file` (from its position) without copying them through the
     /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
@@ -56,6 +59,9 @@ impl<T: Transport + ?Sized> Io for T {
     }
     fn buffered_input(&self) -> bool {
         Transport::buffered_input(self)
+    }
+    fn unacknowledged(&self) -> Option<usize> {
+        Transport::unacknowledged(self)
     }
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
         crate::transport::send_file(self, file, len)

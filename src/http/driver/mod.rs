@@ -296,7 +296,7 @@ impl Driver {
                     }
                     // A transport with output held back (a TLS handshake flight) is woken when
                     // the stream takes more, too: its next read sends it.
-                    return self.wait(true, io.wants_write(), cx.now);
+                    return self.wait(io, true, io.wants_write(), cx.now);
                 }
                 Fill::Closed => return self.close(cx.pools),
                 // A head is refused (431) before it fills the buffer at its cap: this is body

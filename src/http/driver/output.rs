@@ -46,7 +46,7 @@ impl Driver {
         match self.send_file(io, cx.now) {
             Sent::NotAFile => {}
             Sent::Some(n) => return cx.turn.sent_body(n).then_some(Action::Yield),
-            Sent::Blocked => return Some(self.wait(false, true, cx.now)),
+            Sent::Blocked => return Some(self.wait(io, false, true, cx.now)),
             Sent::Failed => return Some(self.close(cx.pools)),
         }
         if let Some(Exchange::Streaming(st)) = busy_at(&self.phase) {
@@ -246,13 +246,19 @@ impl Driver {
     /// What to wait for, until the deadline that applies: the response's minimum rate while
     /// output waits, the body's while a body is read, the head's between requests, the
     /// lingering close's.
-    pub(super) fn wait(&mut self, read: bool, write: bool, now: Instant) -> Action {
+    pub(super) fn wait<T: Io + ?Sized>(
+        &mut self,
+        io: &T,
+        read: bool,
+        write: bool,
+        now: Instant,
+    ) -> Action {
         let until = match &mut self.phase {
             // Output waits for the client: the response's rate. (A read that waits for the
             // stream to take a TLS flight too keeps the deadline of what it reads.)
-            Phase::Busy(busy) if write && !read => busy.sent.deadline(now),
+            Phase::Busy(busy) if write && !read => busy.sent.deadline(now, io.unacknowledged()),
             Phase::Busy(busy) => match &mut busy.at {
-                Exchange::Body { meter, .. } => meter.deadline(now),
+                Exchange::Body { meter, .. } => meter.deadline(now, None),
                 _ => None,
             },
             Phase::Linger(linger) => linger.deadline(),
@@ -277,7 +283,7 @@ impl Driver {
                 // What waits for a slow client counts against the server's memory budget.
                 let left = busy.unwritten();
                 (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).hold(left);
-                Some(self.wait(false, true, cx.now))
+                Some(self.wait(io, false, true, cx.now))
             }
             Err(()) => Some(Action::Close),
         }

@@ -108,6 +108,9 @@ impl Io for Scripted {
     fn buffered_input(&self) -> bool {
         false
     }
+    fn unacknowledged(&self) -> Option<usize> {
+        None
+    }
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None
     }
