@@ -55,7 +55,8 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     }
 
     /// Bytes the transport's socket took that its peer has not acknowledged yet: a TCP socket's
-    /// send queue (`SIOCOUTQ`), on Linux and Android. The minimum response rate counts what the
+    /// send queue (`SIOCOUTQ`), on Linux and Android (on the architectures that number it as
+    /// most do: not alpha, MIPS, PowerPC or SPARC). The minimum response rate counts what the
     /// peer took, not what the kernel took into a send buffer that grew (Linux grows a TCP
     /// send buffer up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB by default, as the connection
     /// speeds up). `None`, the default: not known (a Unix domain socket, other platforms), and

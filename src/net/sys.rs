@@ -95,25 +95,36 @@ impl<S: AsFd> Drop for Registered<S> {
     }
 }
 
-/// `SIOCOUTQ` (`TIOCOUTQ`): the bytes in a TCP socket's send queue its peer has not acknowledged.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+/// Whether `SIOCOUTQ` is `TIOCOUTQ`, 0x5411 in Linux's generic ioctl table: on Linux and Android
+/// on the architectures named here. Alpha, MIPS, PowerPC and SPARC number it otherwise, so there
+/// (and on any architecture not named, and other systems) it is not asked, and every byte the
+/// socket takes counts.
+const GENERIC_OUTQ: bool = cfg!(all(
+    any(target_os = "linux", target_os = "android"),
+    any(
+        target_arch = "x86",
+        target_arch = "x86_64",
+        target_arch = "arm",
+        target_arch = "aarch64",
+        target_arch = "riscv32",
+        target_arch = "riscv64",
+        target_arch = "s390x",
+        target_arch = "loongarch64"
+    )
+));
 
-/// The bytes a TCP socket holds that its peer has not acknowledged ([`SIOCOUTQ`]); `None` when
-/// the call fails.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+/// The bytes a TCP socket holds that its peer has not acknowledged (`SIOCOUTQ`); `None` where it
+/// is not asked ([`GENERIC_OUTQ`]), or when the call fails.
 pub(crate) fn unacknowledged(socket: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
-    // SAFETY: for a socket, `SIOCOUTQ` writes one `int` through the pointer the `Getter` gives,
-    // which points at a `c_int`.
+    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+    if !GENERIC_OUTQ {
+        return None;
+    }
+    // SAFETY: where `GENERIC_OUTQ` holds, `SIOCOUTQ` on a socket writes one `int` through the
+    // pointer the `Getter` gives, which points at a `c_int`.
     let queued = unsafe {
         let getter = rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new();
         rustix::ioctl::ioctl(socket, getter)
     };
     queued.ok().and_then(|n| usize::try_from(n).ok())
-}
-
-/// Not known on this platform.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn unacknowledged(_: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
-    None
 }
