@@ -72,12 +72,12 @@ impl<'a> WsIo<'a> {
         self.slice_left == 0
     }
 
-    /// Bytes written since the last call.
     /// What the socket holds that the peer has not acknowledged, where the transport knows.
     pub(super) fn unacknowledged(&self) -> Option<usize> {
         self.stream.unacknowledged()
     }
 
+    /// Bytes written since the last call.
     pub(super) fn take_written(&mut self) -> usize {
         std::mem::take(&mut self.written)
     }
