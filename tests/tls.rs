@@ -204,17 +204,7 @@ fn close_notify_behind_a_request_ends_the_connection(engine: Engine) {
         200
     );
     let tls = c.reader.get_mut();
-    tls.conn
-        .writer()
-        .write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-        .expect("queue the request");
-    tls.conn.send_close_notify();
-    let mut records = Vec::new();
-    while tls.conn.wants_write() {
-        tls.conn.write_tls(&mut records).expect("records");
-    }
-    let sent = Instant::now();
-    tls.sock.write_all(&records).expect("one write");
+    let sent = support::tls::write_in_one(tls, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n", true);
     assert_eq!(c.response().status, 200);
     assert!(c.closed_cleanly(), "close_notify, then EOF");
     let took = sent.elapsed();
@@ -357,6 +347,56 @@ fn large_handshake_flight_completes(engine: Engine) {
         start.elapsed()
     );
     drop(srv);
+}
+
+/// An event stream with heartbeats only, over TLS, whose client stops reading: once the socket
+/// is full, rustls takes each heartbeat and the flush waits; the stream is cut one grace period
+/// later (the minimum rate), not when rustls's own buffer fills (hours of heartbeats). It once
+/// measured each heartbeat's wait afresh and was never cut.
+fn quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading(engine: Engine) {
+    use std::sync::{Mutex, mpsc};
+    use twinhttp::sse::SseConfig;
+    use twinhttp::tls::rustls;
+    let pki = Pki::new();
+    let grace = Duration::from_secs(1);
+    let (listener, addr) = support::tls::small_send_buffer_listener();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let srv = support::start_on(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            response_rate: Some(twinhttp::MinRate::new(240, grace)),
+            ..Config::default()
+        },
+        support::On::Listener(listener),
+        move |_: &mut twinhttp::Request<'_>| {
+            let config = SseConfig::default().heartbeat(Some(Duration::from_millis(10)));
+            let (resp, sender) = twinhttp::Response::event_stream_with(config);
+            // The sender is kept: the stream stays open, quiet but for its heartbeats.
+            let _ = tx.lock().expect("lock").send(sender);
+            resp
+        },
+    );
+    let tcp = support::tls::small_receive_buffer_client(addr);
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
+    let conn = rustls::ClientConnection::new(pki.client.clone(), name).expect("a client");
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("send");
+    s.flush().expect("flush");
+    let _sender = rx.recv_timeout(Duration::from_secs(5)).expect("a stream");
+    srv.stats_until("an event stream", |st| st.event_streams == 1);
+    let began = Instant::now();
+    // The client reads nothing from here on.
+    support::stats_within(
+        Duration::from_secs(10),
+        || srv.stats(),
+        "the stream cut by the minimum rate",
+        |st| st.event_streams == 0,
+    );
+    let took = began.elapsed();
+    assert!(took >= grace, "cut after {took:?}, before the grace period");
 }
 
 /// A ClientHello a byte at a time, then the rest of the handshake and a request as usual: the
@@ -533,6 +573,7 @@ engine_tests!(
     pipelined_requests_across_a_buffer_boundary,
     truncated_close_delimited_body_is_not_a_clean_close,
     large_handshake_flight_completes,
+    quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading,
     trickled_client_hello_is_served,
     half_handshake_closes_at_the_header_deadline,
 );

@@ -164,24 +164,6 @@ fn open(addr: SocketAddr, pki: &Pki) -> TlsClient {
     s
 }
 
-/// Queues `plain` in the client's TLS session, then its `close_notify` (unless `and_close` is
-/// false), and writes every record in one `write_all`: returns when it went out.
-fn one_write(s: &mut TlsClient, plain: &[u8], and_close: bool) -> Instant {
-    if !plain.is_empty() {
-        s.conn.writer().write_all(plain).expect("queue the frames");
-    }
-    if and_close {
-        s.conn.send_close_notify();
-    }
-    let mut records = Vec::new();
-    while s.conn.wants_write() {
-        s.conn.write_tls(&mut records).expect("records");
-    }
-    let at = Instant::now();
-    s.sock.write_all(&records).expect("one write");
-    at
-}
-
 /// What the client read after its last write, with times since that write (printed in the
 /// reports).
 #[allow(dead_code)]
@@ -247,7 +229,7 @@ fn check_last_frames(
     // The first message's callback.
     assert!(matches!(rx.recv().expect("first").0, Seen::Message(ref m) if m == "first"));
     let plain: Vec<u8> = frames.concat();
-    let sent = one_write(&mut s, &plain, true);
+    let sent = support::tls::write_in_one(&mut s, &plain, true);
     let got = read_to_end(&mut s, sent);
     let seen = server_saw(rx, sent);
     let report = format!("{engine}: client read {got:?}; server callbacks {seen:?}");
@@ -301,10 +283,10 @@ fn close_notify_in_a_write_of_its_own(engine: Engine) {
     let (srv, rx) = serving(engine, &pki);
     let mut s = open(srv.addr, &pki);
     assert!(matches!(rx.recv().expect("first").0, Seen::Message(ref m) if m == "first"));
-    one_write(&mut s, &text("last"), false);
+    support::tls::write_in_one(&mut s, &text("last"), false);
     let (b0, p) = read_frame(&mut s).expect("echo").expect("echo");
     assert_eq!((b0, &p[..]), (TEXT, &b"last"[..]));
-    let sent = one_write(&mut s, &[], true);
+    let sent = support::tls::write_in_one(&mut s, &[], true);
     let got = read_to_end(&mut s, sent);
     let seen = server_saw(&rx, sent);
     let report = format!("{engine:?}: client read {got:?}; server callbacks {seen:?}");

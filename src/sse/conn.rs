@@ -132,8 +132,6 @@ impl SseConn {
             if self.written == self.out.len() {
                 self.out.clear();
                 self.written = 0;
-                // Everything is out: the next backlog is measured afresh.
-                self.sent = Meter::new(self.rate);
                 let mut q = lock(&self.shared.queue);
                 if q.in_out > 0 {
                     q.in_out = 0;
@@ -171,11 +169,10 @@ impl SseConn {
             if self.written == self.out.len() {
                 // A transport that holds output (TLS) gets it out before the stream waits.
                 match sock.flush() {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        let stalled = self.sent.deadline(now, sock.unacknowledged());
-                        return self.wait(true, stalled);
-                    }
+                    // Everything is out (the socket took what a TLS session held too): the
+                    // next backlog is measured afresh.
+                    Ok(()) => self.sent = Meter::new(self.rate),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.closed(),
                 }
@@ -204,18 +201,21 @@ impl SseConn {
                     self.last_write = now;
                     self.sent.moved(now, n);
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    // A client that takes the stream slower than the minimum rate is dropped.
-                    let stalled = self.sent.deadline(now, sock.unacknowledged());
-                    if stalled.is_some_and(|d| now >= d) {
-                        return self.closed();
-                    }
-                    return self.wait(true, stalled);
-                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return self.closed(),
             }
         }
+    }
+
+    /// The socket takes no more output: wait for it, or close the stream when its client
+    /// took it slower than the minimum rate.
+    fn stalled(&mut self, sock: &dyn Duplex, now: Instant) -> Next {
+        let stalled = self.sent.deadline(now, sock.unacknowledged());
+        if stalled.is_some_and(|d| now >= d) {
+            return self.closed();
+        }
+        self.wait(true, stalled)
     }
 
     fn closed(&mut self) -> Next {

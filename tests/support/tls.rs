@@ -148,3 +148,24 @@ impl Client<TlsStream> {
         s.flush().expect("flush");
     }
 }
+
+/// Queues `plain` in the client's TLS session, then its `close_notify` (unless `and_close` is
+/// false), and writes every record in one `write_all`: returns when it went out.
+pub fn write_in_one(s: &mut TlsStream, plain: &[u8], and_close: bool) -> std::time::Instant {
+    if !plain.is_empty() {
+        s.conn
+            .writer()
+            .write_all(plain)
+            .expect("queue the plaintext");
+    }
+    if and_close {
+        s.conn.send_close_notify();
+    }
+    let mut records = Vec::new();
+    while s.conn.wants_write() {
+        s.conn.write_tls(&mut records).expect("records");
+    }
+    let at = std::time::Instant::now();
+    s.sock.write_all(&records).expect("one write");
+    at
+}
