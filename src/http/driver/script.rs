@@ -44,6 +44,8 @@ pub(crate) struct Scripted {
     pub(crate) aborted: bool,
     /// Reads made, `WouldBlock` ones included.
     pub(crate) reads: usize,
+    /// What the stream says its peer has not acknowledged ([`Io::unacknowledged`]).
+    pub(crate) unacknowledged: Option<usize>,
 }
 
 impl Scripted {
@@ -109,7 +111,7 @@ impl Io for Scripted {
         false
     }
     fn unacknowledged(&self) -> Option<usize> {
-        None
+        self.unacknowledged
     }
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None

@@ -268,6 +268,33 @@ fn a_response_its_client_takes_too_slowly_is_cut() {
     assert_eq!(b.refusals(), [Refusal::TooSlow]);
 }
 
+/// A response's output deadline is final: bytes acknowledged while it waited, with no writable
+/// event of them, do not defer the cut. The stream is not asked again, because what a client
+/// that reads nothing still acknowledges is its own kernel filling its receive buffer (tests/
+/// rates.rs's stalled reader of 16 MB: 95 KB acknowledged in its grace period, which would have
+/// earned 396 s at 240 B/s). A writable event credits them (the same buffer, bounded by it).
+#[test]
+fn a_response_deadline_is_final_whatever_was_acknowledged_during_the_wait() {
+    let mut b = Bench::new();
+    b.io.room = Some(0);
+    b.io.unacknowledged = Some(100);
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (_, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(100_000))));
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    // The send buffer grows: 2,000 bytes taken, all of them still held, none of them credit.
+    b.at(1);
+    b.io.room = Some(2000);
+    b.io.unacknowledged = Some(2100);
+    let (_, next) = b.echo();
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    // 1,000 of them acknowledged (ten seconds' worth), the socket still full: cut at the
+    // deadline all the same.
+    b.io.unacknowledged = Some(1100);
+    b.at(5);
+    assert!(!b.expire(), "closed");
+    assert_eq!(b.refusals(), [Refusal::TooSlow]);
+}
+
 #[test]
 fn a_malformed_head_is_answered_400_and_lingers() {
     let mut b = Bench::new();
