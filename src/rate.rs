@@ -113,33 +113,43 @@ impl Meter {
     #[inline]
     pub(crate) fn new(rate: Option<MinRate>) -> Self {
         match rate {
-            Some(rate) => Meter::Unhindered(rate),
-            None => Meter::Off,
+            Some(rate) if rate.bytes_per_second > 0 => Meter::Unhindered(rate),
+            _ => Meter::Off,
         }
     }
 
     /// The transfer waits on the peer from `now` (or from when the wait under way began): when
     /// it falls below the rate if nothing moves. `None`: never. `unacknowledged`: for output,
     /// what its socket holds that the peer has not acknowledged, where the transport knows
-    /// (bytes the kernel took into a grown send buffer are not the peer's progress).
+    /// (bytes the kernel took into a grown send buffer are not the peer's progress); asked
+    /// only when there is a rate (it may be a system call).
     pub(crate) fn deadline(
         &mut self,
         now: Instant,
-        unacknowledged: Option<usize>,
+        unacknowledged: impl FnOnce() -> Option<usize>,
     ) -> Option<Instant> {
-        let (rate, since, done) = match *self {
+        // What the socket holds now: asked at the first wait (growth is counted from there),
+        // and afterwards only of a transport that answered then.
+        let (rate, since, done, held_now) = match *self {
             Meter::Off => return None,
             Meter::Unhindered(rate) => {
+                let held = unacknowledged();
                 let first = Progress {
-                    held_at_first_wait: unacknowledged,
+                    held_at_first_wait: held,
                     ..Progress::default()
                 };
-                (rate, now, first)
+                (rate, now, first, held)
             }
-            Meter::Waiting { rate, since, done } => (rate, since, done),
-            Meter::Moving { rate, done } => (rate, now, done),
+            Meter::Waiting { rate, since, done } => {
+                let held = done.held_at_first_wait.and_then(|_| unacknowledged());
+                (rate, since, done, held)
+            }
+            Meter::Moving { rate, done } => {
+                let held = done.held_at_first_wait.and_then(|_| unacknowledged());
+                (rate, now, done, held)
+            }
         };
-        let allowance = rate.allowance(done.taken(unacknowledged))?;
+        let allowance = rate.allowance(done.taken(held_now))?;
         *self = Meter::Waiting { rate, since, done };
         deadline::after(since, allowance.saturating_sub(done.waited))
     }
@@ -173,19 +183,19 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
-        assert_eq!(m.deadline(t0, None), Some(t0 + 5 * s));
+        assert_eq!(m.deadline(t0, || None), Some(t0 + 5 * s));
         // Two bytes a second: the deadline stays at the end of the grace period.
         for i in 1..5 {
             m.moved(t0 + i * s, 2);
-            assert_eq!(m.deadline(t0 + i * s, None), Some(t0 + 5 * s));
+            assert_eq!(m.deadline(t0 + i * s, || None), Some(t0 + 5 * s));
         }
         // 1,200 bytes a second: each second buys five more.
         let mut m = Meter::new(Some(MinRate::default()));
         for i in 1..=10 {
-            m.deadline(t0 + (i - 1) * s, None);
+            m.deadline(t0 + (i - 1) * s, || None);
             m.moved(t0 + i * s, 1200);
         }
-        assert_eq!(m.deadline(t0 + 10 * s, None), Some(t0 + 50 * s));
+        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 50 * s));
     }
 
     #[test]
@@ -193,7 +203,7 @@ mod tests {
         let t0 = Instant::now();
         let mut m = Meter::new(Some(MinRate::default()));
         m.moved(t0, 4 << 20);
-        assert_eq!(m.deadline(t0, None), Some(t0 + Duration::from_secs(5)));
+        assert_eq!(m.deadline(t0, || None), Some(t0 + Duration::from_secs(5)));
     }
 
     /// Bytes the kernel took into send-buffer room that grew after the first wait, and still
@@ -206,19 +216,47 @@ mod tests {
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
         // 128 KiB held unacknowledged when the output first waits.
-        assert_eq!(m.deadline(t0, Some(128 << 10)), Some(t0 + 5 * s));
+        assert_eq!(m.deadline(t0, || Some(128 << 10)), Some(t0 + 5 * s));
         // The buffer grows: 4 MiB more taken, all of it still held.
         m.moved(t0 + s, 4 << 20);
         let held = (128 << 10) + (4 << 20);
-        assert_eq!(m.deadline(t0 + s, Some(held)), Some(t0 + 5 * s));
+        assert_eq!(m.deadline(t0 + s, || Some(held)), Some(t0 + 5 * s));
         // The peer acknowledges 24,000 bytes: 100 s at 240 B/s, counted from the first wait
         // (one second of it spent).
-        assert_eq!(m.deadline(t0 + s, Some(held - 24_000)), Some(t0 + 100 * s));
+        assert_eq!(
+            m.deadline(t0 + s, || Some(held - 24_000)),
+            Some(t0 + 100 * s)
+        );
         // Where the transport cannot tell, every byte taken counts.
         let mut m = Meter::new(Some(MinRate::default()));
-        m.deadline(t0, None);
+        m.deadline(t0, || None);
         m.moved(t0 + s, 24_000);
-        assert_eq!(m.deadline(t0 + s, None), Some(t0 + 100 * s));
+        assert_eq!(m.deadline(t0 + s, || None), Some(t0 + 100 * s));
+    }
+
+    /// The transport is asked (a system call) only where there is a rate, and after the first
+    /// wait only if it answered then.
+    #[test]
+    fn the_transport_is_asked_only_where_its_answer_counts() {
+        let now = Instant::now();
+        let asked = std::cell::Cell::new(0);
+        let ask = |held: Option<usize>| {
+            asked.set(asked.get() + 1);
+            held
+        };
+        Meter::new(None).deadline(now, || ask(Some(1)));
+        Meter::new(Some(MinRate::new(0, Duration::from_secs(1)))).deadline(now, || ask(Some(1)));
+        assert_eq!(asked.get(), 0, "no rate");
+        let mut m = Meter::new(Some(MinRate::default()));
+        m.deadline(now, || ask(None));
+        m.moved(now, 10);
+        m.deadline(now, || ask(None));
+        assert_eq!(asked.get(), 1, "a transport that cannot tell is asked once");
+        let mut m = Meter::new(Some(MinRate::default()));
+        m.deadline(now, || ask(Some(5)));
+        m.moved(now, 10);
+        m.deadline(now, || ask(Some(5)));
+        assert_eq!(asked.get(), 3);
     }
 
     #[test]
@@ -226,26 +264,26 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::new(100, 2 * s)));
-        m.deadline(t0, None);
+        m.deadline(t0, || None);
         m.moved(t0 + s, 0);
         // The server worked for an hour without waiting on the peer.
         let later = t0 + 3600 * s;
-        assert_eq!(m.deadline(later, None), Some(later + s));
+        assert_eq!(m.deadline(later, || None), Some(later + s));
     }
 
     #[test]
     fn off_and_huge_values_never_overflow() {
         let now = Instant::now();
-        assert_eq!(Meter::new(None).deadline(now, None), None);
+        assert_eq!(Meter::new(None).deadline(now, || None), None);
         assert_eq!(
-            Meter::new(Some(MinRate::new(0, Duration::ZERO))).deadline(now, None),
+            Meter::new(Some(MinRate::new(0, Duration::ZERO))).deadline(now, || None),
             None
         );
         let mut m = Meter::new(Some(MinRate::new(1, Duration::MAX)));
-        assert_eq!(m.deadline(now, None), None);
+        assert_eq!(m.deadline(now, || None), None);
         let mut m = Meter::new(Some(MinRate::new(u64::MAX, Duration::ZERO)));
         m.moved(now, usize::MAX);
         m.moved(now, usize::MAX);
-        assert!(m.deadline(now, None).is_some());
+        assert!(m.deadline(now, || None).is_some());
     }
 }

@@ -211,7 +211,7 @@ impl SseConn {
     /// The socket takes no more output: wait for it, or close the stream when its client
     /// took it slower than the minimum rate.
     fn stalled(&mut self, sock: &dyn Duplex, now: Instant) -> Next {
-        let stalled = self.sent.deadline(now, sock.unacknowledged());
+        let stalled = self.sent.deadline(now, || sock.unacknowledged());
         if stalled.is_some_and(|d| now >= d) {
             return self.closed();
         }

@@ -188,7 +188,7 @@ impl WsConn {
                 Err(e) if would_block(&e) => {
                     // A peer that takes our output slower than the minimum rate is dropped.
                     self.sent.moved(now, io.take_written());
-                    let stalled = self.sent.deadline(now, io.unacknowledged());
+                    let stalled = self.sent.deadline(now, || io.unacknowledged());
                     if stalled.is_some_and(|d| now >= d) {
                         self.end();
                         continue;

@@ -129,7 +129,7 @@ fn next<T: Io + ?Sized>(
         Ok(false) => {
             return BodyRead::Wait {
                 write: true,
-                until: busy.sent.deadline(now, io.unacknowledged()),
+                until: busy.sent.deadline(now, || io.unacknowledged()),
             };
         }
         Err(()) => {
@@ -167,7 +167,7 @@ fn next<T: Io + ?Sized>(
             Fill::WouldBlock => {
                 return BodyRead::Wait {
                     write: false,
-                    until: body.meter.deadline(now, None),
+                    until: body.meter.deadline(now, || None),
                 };
             }
             Fill::Closed => {

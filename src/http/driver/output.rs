@@ -256,9 +256,9 @@ impl Driver {
         let until = match &mut self.phase {
             // Output waits for the client: the response's rate. (A read that waits for the
             // stream to take a TLS flight too keeps the deadline of what it reads.)
-            Phase::Busy(busy) if write && !read => busy.sent.deadline(now, io.unacknowledged()),
+            Phase::Busy(busy) if write && !read => busy.sent.deadline(now, || io.unacknowledged()),
             Phase::Busy(busy) => match &mut busy.at {
-                Exchange::Body { meter, .. } => meter.deadline(now, None),
+                Exchange::Body { meter, .. } => meter.deadline(now, || None),
                 _ => None,
             },
             Phase::Linger(linger) => linger.deadline(),
