@@ -24,6 +24,7 @@
 //! ```
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
@@ -125,12 +126,24 @@ struct Slot {
     gauges: [AtomicU64; ACTIVITIES],
 }
 
+/// Handler panics: a handle for handler code that runs outside a request, on whichever thread
+/// (a WebSocket's callbacks), to count its own.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Panics(Arc<AtomicU64>);
+
+impl Panics {
+    /// A handler panicked.
+    pub(crate) fn count(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
 /// The counters of one running engine, shared by its threads (in its `Control`).
 pub(crate) struct Counters {
     slots: Box<[CachePadded<Slot>; SLOTS]>,
     /// Connections accepted (`handled`, nginx's, is these less those over capacity).
     accepted: AtomicU64,
-    panics: AtomicU64,
+    panics: Panics,
     blocking_handlers: AtomicU64,
     over_capacity: AtomicU64,
     header_timeouts: AtomicU64,
@@ -165,7 +178,7 @@ impl Counters {
         Counters {
             slots: Box::new(std::array::from_fn(|_| CachePadded::new(Slot::default()))),
             accepted: AtomicU64::new(0),
-            panics: AtomicU64::new(0),
+            panics: Panics::default(),
             blocking_handlers: AtomicU64::new(0),
             over_capacity: AtomicU64::new(0),
             header_timeouts: AtomicU64::new(0),
@@ -205,7 +218,12 @@ impl Counters {
 
     /// A handler panicked.
     pub(crate) fn panicked(&self) {
-        self.panics.fetch_add(1, Relaxed);
+        self.panics.count();
+    }
+
+    /// Where handler code outside a request (a WebSocket's callbacks) counts its panics.
+    pub(crate) fn panics(&self) -> &Panics {
+        &self.panics
     }
 
     /// An inline handler call held its event loop past the warning threshold.
@@ -319,7 +337,7 @@ impl Counters {
             parked: self.parked.load(Relaxed),
             per_loop: self.loops.iter().map(|l| l.load(Relaxed) as u64).collect(),
             refused,
-            panics: self.panics.load(Relaxed),
+            panics: self.panics.0.load(Relaxed),
             blocking_handlers: self.blocking_handlers.load(Relaxed),
             threads: threads as u64,
             memory_held: self.budget.held() as u64,
@@ -398,7 +416,9 @@ pub struct Stats {
     pub per_loop: Vec<u64>,
     /// Refusals by reason: every named reason, then each engine-answered status that occurred.
     pub refused: Vec<(Refusal, u64)>,
-    /// Handler panics (each answered `500`, its connection closed).
+    /// Handler panics: a request's handler (answered `500`, its connection closed) or a
+    /// WebSocket callback (closed with 1011). A streamed body that panics is logged and its
+    /// response cut, not counted here.
     pub panics: u64,
     /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
     /// than its blocking-warning threshold (inline dispatch;

@@ -792,9 +792,12 @@ fn panicking_callback_closes_with_1011(engine: Engine) {
     let mut ws = client(srv.addr, "/panic");
     ws.send(Message::text("boom")).expect("send");
     assert_eq!(close_code(&mut ws), Some(CloseCode::Error));
+    // Counted with the handlers' panics (it was not).
+    srv.stats_until("the panic counted", |st| st.panics == 1);
     let mut ws = client(srv.addr, "/ws");
     ws.send(Message::text("alive")).expect("send");
     assert_eq!(ws.read().expect("read"), Message::text("alive"));
+    assert_eq!(srv.stats().panics, 1);
 }
 
 fn generic_upgrade_and_blocking_websocket(engine: Engine) {

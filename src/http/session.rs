@@ -24,6 +24,7 @@ use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
 use crate::rate::MinRate;
+use crate::stats::Panics;
 
 /// Wakes the engine that drives a session, from any thread (a sender pushed, or shutdown
 /// began).
@@ -205,6 +206,8 @@ pub(crate) struct Start {
     pub(crate) encoder: Encoder,
     /// The server's memory budget, which the session's send queue counts against.
     pub(crate) budget: Budget,
+    /// Where the session's handler code counts its panics.
+    pub(crate) panics: Panics,
 }
 
 /// A session waiting in a response for its head to go out.

@@ -308,6 +308,7 @@ fn starting<H: Handler>(
         rate: shared.config.settings.min_response_rate,
         encoder,
         budget: shared.control.counters.budget().clone(),
+        panics: shared.control.counters.panics().clone(),
     }
 }
 

@@ -38,6 +38,7 @@ fn started_in(
         rate,
         encoder: Encoder::Chunked,
         budget: budget.clone(),
+        panics: Default::default(),
     });
     (session, sender)
 }

@@ -8,6 +8,7 @@ use tungstenite::protocol::CloseFrame;
 
 use super::{WsHandler, WsMessage, WsSender};
 use crate::http::session::Work;
+use crate::stats::Panics;
 
 /// A callback due.
 pub(crate) enum Call {
@@ -18,9 +19,16 @@ pub(crate) enum Call {
     Close(Option<CloseFrame>),
 }
 
+/// The connection's handler, and where its panics are counted: with the connection, or with its
+/// callbacks on a pool worker.
+pub(crate) struct Callee {
+    pub(crate) handler: Box<dyn WsHandler>,
+    pub(crate) panics: Panics,
+}
+
 /// Callbacks on their way to a pool worker and back.
 pub(crate) struct Calls {
-    pub(crate) handler: Box<dyn WsHandler>,
+    pub(crate) handler: Callee,
     pub(crate) sender: WsSender,
     pub(crate) calls: Vec<Call>,
     pub(crate) handler_is: HandlerIs,
@@ -63,7 +71,7 @@ impl Work for Calls {
         true
     }
 
-    /// Runs the callbacks in order. A panic is logged and stops the rest.
+    /// Runs the callbacks in order. A panic is logged, counted and stops the rest.
     fn run(&mut self) {
         for call in self.calls.drain(..) {
             if self.handler_is == HandlerIs::Panicked {
@@ -72,7 +80,7 @@ impl Work for Calls {
             if matches!(call, Call::Close(_)) {
                 self.handler_is = HandlerIs::Closed;
             }
-            let h = &mut self.handler;
+            let h = &mut self.handler.handler;
             let ws = &self.sender;
             let ran = catch_unwind(AssertUnwindSafe(|| match call {
                 Call::Open => h.on_open(ws),
@@ -83,6 +91,7 @@ impl Work for Calls {
             }));
             if ran.is_err() {
                 log::error!("websocket handler panicked; closing with 1011");
+                self.handler.panics.count();
                 self.handler_is = HandlerIs::Panicked;
             }
         }

@@ -12,13 +12,13 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Bytes, Message};
 
-use super::calls::{Call, Calls, HandlerIs, Left};
+use super::calls::{Call, Callee, Calls, HandlerIs, Left};
 use super::fragments::Fragments;
 use super::held::Held;
 use super::io::WsIo;
 use super::quiet::Quiet;
 use super::sender::Out;
-use super::{WsConfig, WsHandler, WsMessage, WsSender};
+use super::{WsConfig, WsMessage, WsSender};
 use crate::deadline;
 use crate::http::session::{Callbacks, Io, Next, Session, Work, work_as};
 use crate::rate::{Meter, MinRate};
@@ -78,7 +78,7 @@ enum Life {
 pub(crate) struct WsConn {
     ctx: WebSocketContext,
     /// `None` while the callbacks are on a pool worker.
-    handler: Option<Box<dyn WsHandler>>,
+    handler: Option<Callee>,
     sender: WsSender,
     cfg: WsConfig,
     outbox: VecDeque<Out>,
@@ -112,7 +112,7 @@ impl Drop for WsConn {
 
 impl WsConn {
     pub(crate) fn new(
-        handler: Box<dyn WsHandler>,
+        handler: Callee,
         cfg: WsConfig,
         sender: WsSender,
         now: Instant,
@@ -545,7 +545,16 @@ mod tests {
     use crate::http::budget::{ALLOWANCE, Budget};
     use crate::http::buf::ReadBuf;
     use crate::http::session::memory::{Pipe, Wakes, waker};
-    use crate::ws::SendError;
+    use crate::stats::Panics;
+    use crate::ws::{SendError, WsHandler};
+
+    /// `handler`, its panics counted nowhere.
+    fn callee(handler: impl WsHandler) -> Callee {
+        Callee {
+            handler: Box::new(handler),
+            panics: Panics::default(),
+        }
+    }
 
     /// Records the callbacks; echoes messages; panics on the message "panic".
     struct Echo(Arc<Mutex<Vec<String>>>);
@@ -607,7 +616,7 @@ mod tests {
         let wakes = Arc::new(Wakes::default());
         let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let conn = WsConn::new(
-            Box::new(Echo(log.clone())),
+            callee(Echo(log.clone())),
             WsConfig::default(),
             sender,
             Instant::now(),
@@ -756,7 +765,10 @@ mod tests {
         let t0 = Instant::now();
         let echo = Box::new(Echo(calls.clone()));
         let mut s: Box<dyn Session> = Box::new(WsConn::new(
-            echo,
+            Callee {
+                handler: echo,
+                panics: Panics::default(),
+            },
             WsConfig::default(),
             sender.clone(),
             t0,
@@ -798,7 +810,7 @@ mod tests {
     ) -> Box<dyn Session> {
         let sender = WsSender::new(waker(wakes), 1 << 20, None, budget);
         Box::new(WsConn::new(
-            Box::new(handler),
+            callee(handler),
             cfg,
             sender,
             Instant::now(),
@@ -923,7 +935,10 @@ mod tests {
         let t0 = Instant::now();
         let echo = Box::new(Echo(Arc::new(Mutex::new(Vec::new()))));
         let mut s: Box<dyn Session> = Box::new(WsConn::new(
-            echo,
+            Callee {
+                handler: echo,
+                panics: Panics::default(),
+            },
             WsConfig::default(),
             sender.clone(),
             t0,
@@ -1110,7 +1125,7 @@ mod tests {
         let sender = WsSender::new(waker(&wakes), 1 << 24, None, &budget);
         let calls = Arc::new(Mutex::new(Vec::new()));
         let mut conn = WsConn::new(
-            Box::new(Echo(calls)),
+            callee(Echo(calls)),
             WsConfig::default(),
             sender.clone(),
             Instant::now(),

@@ -1,6 +1,7 @@
 //! The opening handshake as a handler sees it: checking the request, choosing a subprotocol,
 //! accepting, and the one place an accepted WebSocket becomes a connection.
 
+use super::calls::Callee;
 use super::{WsConfig, WsConn, WsHandler, WsSender, handshake};
 use crate::http::response::{Body, BodyKind, Switch};
 use crate::http::session::{Session, Start, Takeover};
@@ -154,7 +155,11 @@ impl Takeover for Accepted {
             start.peer,
             &start.budget,
         );
-        let conn = WsConn::new(self.handler, self.config, sender, start.now, start.rate);
+        let handler = Callee {
+            handler: self.handler,
+            panics: start.panics,
+        };
+        let conn = WsConn::new(handler, self.config, sender, start.now, start.rate);
         Box::new(conn)
     }
 }

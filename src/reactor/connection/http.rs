@@ -147,6 +147,7 @@ impl Connection {
                     rate: cx.cfg.settings.min_response_rate,
                     encoder,
                     budget: cx.counters.budget().clone(),
+                    panics: cx.counters.panics().clone(),
                 });
                 self.phase = Phase::Session(SessionDriver::new(session, input, cx.pools));
                 self.drive_session(cx)
