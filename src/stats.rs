@@ -393,7 +393,8 @@ pub struct Stats {
     /// Open connections, of every activity below (nginx `Active connections`).
     pub active: u64,
     /// Connections with nothing of their next request yet: new and idle keep-alive ones
-    /// (nginx `Waiting`).
+    /// (nginx `Waiting`; a TLS handshake under way is counted here, as nginx counts it: reading
+    /// begins with the request's first byte).
     pub waiting: u64,
     /// Connections with part of a request head received (nginx `Reading`).
     pub reading: u64,
