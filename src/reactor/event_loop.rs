@@ -351,16 +351,12 @@ impl<H: Handler> EventLoop<H> {
                     upgrade::detach(&self.control, d.stream, d.leftover, d.then, d.open);
                 }
             }
-            Next::Wait {
-                read,
-                write,
-                deadline,
-            } => {
+            Next::Wait { on, deadline } => {
                 let Some(conn) = self.conns.get_mut(key) else {
                     return;
                 };
                 self.timers.set(key, &mut conn.due, deadline);
-                match conn.interest.follow(key, read, write, readable) {
+                match conn.interest.follow(key, on, readable) {
                     Rearm::Keep => {}
                     Rearm::To(event) => {
                         if conn.socket().set_level(event).is_err() {

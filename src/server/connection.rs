@@ -9,7 +9,7 @@ use polling::{Event, Poller};
 use super::park::Ticket;
 use super::session::Session;
 use crate::engine::OpenGuard;
-use crate::http::driver::{Driver, Handover, Request};
+use crate::http::driver::{Driver, Handover, Request, WaitFor};
 use crate::net::sys::Registered;
 use crate::net::transport::{Address, Stream};
 use crate::stats::{Activity, Counters};
@@ -74,12 +74,12 @@ pub(crate) enum Watch {
 
 impl Watch {
     /// What the driver's wait asks for.
-    pub(crate) fn of(read: bool, write: bool) -> Watch {
-        match (read, write) {
-            (false, true) => Watch::Write,
-            (true, true) => Watch::Both,
+    pub(crate) fn of(on: WaitFor) -> Watch {
+        match on {
+            WaitFor::Output => Watch::Write,
+            WaitFor::Both => Watch::Both,
             // (Waiting for neither: hang-ups are reported whatever the interest.)
-            (_, false) => Watch::Read,
+            WaitFor::Input | WaitFor::Wake => Watch::Read,
         }
     }
 

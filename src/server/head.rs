@@ -62,9 +62,9 @@ pub(crate) fn drive(
     .without_producers();
     *held = match driver.drive(stream, &mut turn) {
         Action::Run(request) => Held::Request(request),
-        Action::Wait { read, write, until } => {
+        Action::Wait { on, until } => {
             *held = Held::Socket {
-                watch: Watch::of(read, write),
+                watch: Watch::of(on),
                 until,
             };
             return Outcome::Park(conn);

@@ -24,7 +24,7 @@ use crate::engine::Control;
 use crate::handler::answer;
 use crate::http::conn::Encoder;
 use crate::http::date::DateLine;
-use crate::http::driver::{Action, Cx, Handover, Request, Rules};
+use crate::http::driver::{Action, Cx, Handover, Request, Rules, WaitFor};
 use crate::http::pools::{self, Pools};
 use crate::http::session::{Start, Wake};
 use crate::http::spool::Received;
@@ -110,8 +110,7 @@ pub(crate) fn run<H: Handler>(shared: &Shared<H>, queue: &Receiver<Job>) {
 enum Stop {
     /// The driver waits for the socket.
     Wait {
-        read: bool,
-        write: bool,
+        on: WaitFor,
         until: Option<Instant>,
     },
     /// Its budget ran out, or a streamed body's next piece is due.
@@ -132,18 +131,18 @@ fn serve<H: Handler>(
 ) -> Option<Connection> {
     loop {
         match visit(shared, &mut conn, pools, date, waits)? {
-            Stop::Wait { read, write, until } => {
+            Stop::Wait { on, until } => {
                 if let Some(s) = conn.serving() {
                     *s.held = Held::Socket {
-                        watch: Watch::of(read, write),
+                        watch: Watch::of(on),
                         until,
                     };
                 }
                 match waits {
-                    Waits::Park if stays(shared, &mut conn, read, write, until) => {}
+                    Waits::Park if stays(shared, &mut conn, on, until) => {}
                     Waits::Park => return Some(conn),
                     Waits::Block => {
-                        if !wait_on_socket(shared, &mut conn, pools, date, write, until) {
+                        if !wait_on_socket(shared, &mut conn, pools, date, on.writes(), until) {
                             return None;
                         }
                     }
@@ -196,7 +195,7 @@ fn visit<H: Handler>(
         };
         let Request { head, mut body } = match action {
             Action::Run(request) => request,
-            Action::Wait { read, write, until } => return Some(Stop::Wait { read, write, until }),
+            Action::Wait { on, until } => return Some(Stop::Wait { on, until }),
             // The parker drives a yielded turn on (a worker only runs handler code); a worker
             // that waits on its socket itself drives on here.
             Action::Yield => {
@@ -233,12 +232,11 @@ fn visit<H: Handler>(
 fn stays<H>(
     shared: &Shared<H>,
     conn: &mut Connection,
-    read: bool,
-    write: bool,
+    on: WaitFor,
     until: Option<Instant>,
 ) -> bool {
     let linger = shared.config.park_linger;
-    if linger == Duration::ZERO || write || !read || !conn.is_idle() {
+    if linger == Duration::ZERO || on != WaitFor::Input || !conn.is_idle() {
         return false;
     }
     let lingered = deadline::after(Instant::now(), linger);

@@ -35,13 +35,9 @@ pub(crate) enum Action {
     /// runs it elsewhere drives the connection again at once: earlier responses go out while
     /// the handler runs.
     Run(Request),
-    /// Wait for the stream (readable and/or writable; neither: for a handler's answer) until
-    /// the deadline, then drive it again, or call [`Driver::expire`] once the deadline passed.
-    Wait {
-        read: bool,
-        write: bool,
-        until: Option<Instant>,
-    },
+    /// Wait for what `on` says until the deadline, then drive it again, or call
+    /// [`Driver::expire`] once the deadline passed.
+    Wait { on: WaitFor, until: Option<Instant> },
     /// Work is left after the turn's budget: drive it again once other connections had a turn.
     Yield,
     /// A streamed body's next piece is due: produce it where handler code may run, then drive
@@ -51,6 +47,40 @@ pub(crate) enum Action {
     Close,
     /// The response that hands the connection over is out: the engine gives it on.
     Switch(Handover),
+}
+
+/// What a connection waits for from its stream. Whatever it is, a wake-up (a handler's answer
+/// back, a pool's work back) or the deadline also ends the wait, and a hang-up is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitFor {
+    /// Nothing from the stream: only a wake-up or the deadline.
+    Wake,
+    /// Input: a request, a body, a lingering close's drain.
+    Input,
+    /// The stream taking output, and nothing else (input sent meanwhile must not wake it).
+    Output,
+    /// Input, and the stream taking output its transport holds back (a TLS flight).
+    Both,
+}
+
+impl WaitFor {
+    /// Input, and output too where the transport holds some back.
+    pub(crate) fn input_and_held_output(held: bool) -> WaitFor {
+        match held {
+            true => WaitFor::Both,
+            false => WaitFor::Input,
+        }
+    }
+
+    /// Whether the stream's input is watched.
+    pub(crate) fn reads(self) -> bool {
+        matches!(self, WaitFor::Input | WaitFor::Both)
+    }
+
+    /// Whether the stream's room for output is watched.
+    pub(crate) fn writes(self) -> bool {
+        matches!(self, WaitFor::Output | WaitFor::Both)
+    }
 }
 
 /// What takes a connection over, with the bytes read past its request.

@@ -25,7 +25,7 @@ mod output;
 #[cfg(any(test, feature = "bench-internals"))]
 pub(crate) mod script;
 
-pub(crate) use action::{Action, Handover, Request, Stage};
+pub(crate) use action::{Action, Handover, Request, Stage, WaitFor};
 #[cfg_attr(not(feature = "server"), allow(unused_imports))]
 pub(crate) use body_in::BodyRead;
 #[cfg_attr(not(feature = "server"), allow(unused_imports))]
@@ -296,7 +296,7 @@ impl Driver {
                     }
                     // A transport with output held back (a TLS handshake flight) is woken when
                     // the stream takes more, too: its next read sends it.
-                    return self.wait(io, true, io.wants_write(), cx.now);
+                    return self.wait(io, WaitFor::input_and_held_output(io.wants_write()), cx.now);
                 }
                 Fill::Closed => return self.close(cx.pools),
                 // A head is refused (431) before it fills the buffer at its cap: this is body

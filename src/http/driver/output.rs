@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::busy::{Exchange, Switch};
-use super::{Action, Cx, Driver, Handover, Io, Phase};
+use super::{Action, Cx, Driver, Handover, Io, Phase, WaitFor};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
 use crate::http::stream::{Piece, Produced, Streaming};
@@ -34,8 +34,7 @@ impl Driver {
         // Its output is with its producer: nothing to write or read until it is back.
         if matches!(busy_at(&self.phase), Some(Exchange::Producing { .. })) {
             return Some(Action::Wait {
-                read: false,
-                write: false,
+                on: WaitFor::Wake,
                 until: None,
             });
         }
@@ -46,7 +45,7 @@ impl Driver {
         match self.send_file(io, cx.now) {
             Sent::NotAFile => {}
             Sent::Some(n) => return cx.turn.sent_body(n).then_some(Action::Yield),
-            Sent::Blocked => return Some(self.wait(io, false, true, cx.now)),
+            Sent::Blocked => return Some(self.wait(io, WaitFor::Output, cx.now)),
             Sent::Failed => return Some(self.close(cx.pools)),
         }
         if let Some(Exchange::Streaming(st)) = busy_at(&self.phase) {
@@ -200,8 +199,7 @@ impl Driver {
                 self.close(cx.pools)
             }
             State::Head | State::Responding | State::Switched => Action::Wait {
-                read: false,
-                write: false,
+                on: WaitFor::Wake,
                 until: None,
             },
         }
@@ -246,17 +244,13 @@ impl Driver {
     /// What to wait for, until the deadline that applies: the response's minimum rate while
     /// output waits, the body's while a body is read, the head's between requests, the
     /// lingering close's.
-    pub(super) fn wait<T: Io + ?Sized>(
-        &mut self,
-        io: &T,
-        read: bool,
-        write: bool,
-        now: Instant,
-    ) -> Action {
+    pub(super) fn wait<T: Io + ?Sized>(&mut self, io: &T, on: WaitFor, now: Instant) -> Action {
         let until = match &mut self.phase {
             // Output waits for the client: the response's rate. (A read that waits for the
             // stream to take a TLS flight too keeps the deadline of what it reads.)
-            Phase::Busy(busy) if write && !read => busy.sent.deadline(now, || io.unacknowledged()),
+            Phase::Busy(busy) if on == WaitFor::Output => {
+                busy.sent.deadline(now, || io.unacknowledged())
+            }
             Phase::Busy(busy) => match &mut busy.at {
                 Exchange::Body { meter, .. } => meter.deadline(now, || None),
                 _ => None,
@@ -265,7 +259,7 @@ impl Driver {
             Phase::Idle | Phase::Partial(_) => self.due.until(),
             Phase::Over => None,
         };
-        Action::Wait { read, write, until }
+        Action::Wait { on, until }
     }
 
     /// Writes pending output; `None` when all of it is out (or there is none), else what to
@@ -283,7 +277,7 @@ impl Driver {
                 // What waits for a slow client counts against the server's memory budget.
                 let left = busy.unwritten();
                 (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).hold(left);
-                Some(self.wait(io, false, true, cx.now))
+                Some(self.wait(io, WaitFor::Output, cx.now))
             }
             Err(()) => Some(Action::Close),
         }
@@ -316,8 +310,7 @@ fn input_waits<T: Io + ?Sized>(io: &mut T) -> bool {
 pub(super) fn drain<T: Io + ?Sized>(io: &mut T, linger: &mut Linger) -> Action {
     match linger.drain(io) {
         Drained::Wait => Action::Wait {
-            read: true,
-            write: false,
+            on: WaitFor::Input,
             until: linger.deadline(),
         },
         Drained::More => Action::Yield,

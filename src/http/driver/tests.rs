@@ -105,7 +105,7 @@ fn wait(read: bool, write: bool, until: Option<Instant>) -> String {
 
 fn shown(action: &Action) -> String {
     match action {
-        Action::Wait { read, write, until } => wait(*read, *write, *until),
+        Action::Wait { on, until } => wait(on.reads(), on.writes(), *until),
         Action::Run(_) => "run".into(),
         Action::Yield => "yield".into(),
         Action::Produce => "produce".into(),
@@ -351,7 +351,13 @@ fn at_shutdown_a_connection_idle_after_an_exchange_closes() {
     let (ran, next) = b.echo();
     assert_eq!(ran, 1);
     assert!(
-        matches!(next, Action::Wait { read: true, .. }),
+        matches!(
+            next,
+            Action::Wait {
+                on: WaitFor::Input,
+                ..
+            }
+        ),
         "{}",
         shown(&next)
     );
@@ -361,7 +367,13 @@ fn at_shutdown_a_connection_idle_after_an_exchange_closes() {
     fresh.closing = true;
     let (_, next) = fresh.echo();
     assert!(
-        matches!(next, Action::Wait { read: true, .. }),
+        matches!(
+            next,
+            Action::Wait {
+                on: WaitFor::Input,
+                ..
+            }
+        ),
         "{}",
         shown(&next)
     );
@@ -682,8 +694,7 @@ fn an_answer_turn_does_not_read_a_drained_stream_again() {
         (request_reads, b.io.reads - before - request_reads, action)
     };
     let waits = shown(&Action::Wait {
-        read: true,
-        write: false,
+        on: WaitFor::Input,
         until: Some(b.now + rules().idle),
     });
     // The first: nothing yet said whether the stream is drained, so the answer's turn reads

@@ -69,10 +69,9 @@ impl Connection {
                         cx.now = at;
                     }
                 },
-                Action::Wait { read, write, until } => {
+                Action::Wait { on, until } => {
                     return Next::Wait {
-                        read,
-                        write,
+                        on,
                         deadline: until,
                     };
                 }

@@ -8,6 +8,8 @@
 
 use polling::Event;
 
+use crate::http::driver::WaitFor;
+
 /// Whether the registration reports input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reading {
@@ -48,10 +50,11 @@ impl Interest {
         }
     }
 
-    /// The interest for what the step waits for (`read`, `write`), after a wake-up that did
-    /// or did not report the connection `readable`.
+    /// The interest for what the step waits for, after a wake-up that did or did not report
+    /// the connection `readable`.
     #[inline]
-    pub(crate) fn follow(&mut self, key: usize, read: bool, write: bool, readable: bool) -> Rearm {
+    pub(crate) fn follow(&mut self, key: usize, on: WaitFor, readable: bool) -> Rearm {
+        let (read, write) = (on.reads(), on.writes());
         // The usual step: it reads on, armed as before.
         if read && self.reading == Reading::Armed && write == self.write {
             return Rearm::Keep;
@@ -101,35 +104,38 @@ mod tests {
     #[test]
     fn a_reading_connection_keeps_its_registration() {
         let mut i = Interest::new();
-        assert_eq!(i.follow(KEY, true, false, true), Rearm::Keep);
-        assert_eq!(i.follow(KEY, true, false, false), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Input, true), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Input, false), Rearm::Keep);
     }
 
     #[test]
     fn writing_is_armed_while_a_step_waits_to_write() {
         let mut i = Interest::new();
-        assert_eq!(i.follow(KEY, true, true, false), Rearm::To(Event::all(KEY)));
-        assert_eq!(i.follow(KEY, true, true, false), Rearm::Keep);
-        assert_eq!(i.follow(KEY, true, false, false), readable_only());
+        assert_eq!(
+            i.follow(KEY, WaitFor::Both, false),
+            Rearm::To(Event::all(KEY))
+        );
+        assert_eq!(i.follow(KEY, WaitFor::Both, false), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Input, false), readable_only());
     }
 
     #[test]
     fn reading_is_dropped_at_the_second_stray_event_only() {
         let mut i = Interest::new();
         // A request went to the pool: not reading, nothing reported yet.
-        assert_eq!(i.follow(KEY, false, false, false), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Wake, false), Rearm::Keep);
         // The first readable event while not reading keeps the registration.
-        assert_eq!(i.follow(KEY, false, false, true), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Wake, true), Rearm::Keep);
         // The second drops reading.
         assert_eq!(
-            i.follow(KEY, false, false, true),
+            i.follow(KEY, WaitFor::Wake, true),
             Rearm::To(Event::none(KEY))
         );
         // Reading again re-arms it, and the count of stray events starts over.
-        assert_eq!(i.follow(KEY, true, false, false), readable_only());
-        assert_eq!(i.follow(KEY, false, false, true), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Input, false), readable_only());
+        assert_eq!(i.follow(KEY, WaitFor::Wake, true), Rearm::Keep);
         assert_eq!(
-            i.follow(KEY, false, true, true),
+            i.follow(KEY, WaitFor::Output, true),
             Rearm::To(Event::writable(KEY))
         );
     }
@@ -137,12 +143,12 @@ mod tests {
     #[test]
     fn input_reported_with_reading_off_means_the_peer_is_gone() {
         let mut i = Interest::new();
-        i.follow(KEY, false, true, true);
+        i.follow(KEY, WaitFor::Output, true);
         assert_eq!(
-            i.follow(KEY, false, true, true),
+            i.follow(KEY, WaitFor::Output, true),
             Rearm::To(Event::writable(KEY))
         );
-        assert_eq!(i.follow(KEY, false, true, false), Rearm::Keep);
-        assert_eq!(i.follow(KEY, false, true, true), Rearm::PeerGone);
+        assert_eq!(i.follow(KEY, WaitFor::Output, false), Rearm::Keep);
+        assert_eq!(i.follow(KEY, WaitFor::Output, true), Rearm::PeerGone);
     }
 }

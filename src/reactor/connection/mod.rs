@@ -19,7 +19,7 @@ use super::pool::PoolSender;
 use crate::Handler;
 use crate::engine::OpenGuard;
 use crate::http::date::DateLine;
-use crate::http::driver::{self, Driver, Rules};
+use crate::http::driver::{self, Driver, Rules, WaitFor};
 use crate::http::pools::Pools;
 use crate::http::session_driver::SessionDriver;
 use crate::net::sys::Registered;
@@ -53,10 +53,9 @@ pub(crate) struct Cx<'a, H> {
 /// What the loop should do with a connection after a step.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next {
-    /// Wait for the socket (readable and/or writable) until the deadline.
+    /// Wait for the socket (as `on` says) until the deadline.
     Wait {
-        read: bool,
-        write: bool,
+        on: WaitFor,
         deadline: Option<Instant>,
     },
     /// Work is left after the budget: run again once other connections had their turn.

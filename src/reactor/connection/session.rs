@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::engine::OpenGuard;
+use crate::http::driver::WaitFor;
 use crate::http::pools::Pools;
 use crate::http::session::{self, Callbacks, Reads, Wake, Work};
 use crate::net::transport::Stream;
@@ -81,14 +82,15 @@ impl Connection {
         }
         match next {
             session::Next::Wait { write, deadline } => Next::Wait {
-                read: !write,
-                write,
+                on: match write {
+                    true => WaitFor::Output,
+                    false => WaitFor::Input,
+                },
                 deadline,
             },
             // Neither readable nor writable matters: a wake-up or the deadline drives it.
             session::Next::Paused { deadline } => Next::Wait {
-                read: false,
-                write: false,
+                on: WaitFor::Wake,
                 deadline,
             },
             session::Next::Again => Next::Again,
@@ -117,8 +119,7 @@ impl Connection {
     /// Waiting for nothing: a pool worker runs the session's callbacks.
     fn busy() -> Next {
         Next::Wait {
-            read: false,
-            write: false,
+            on: WaitFor::Wake,
             deadline: None,
         }
     }
