@@ -113,8 +113,8 @@ impl Meter {
     #[inline]
     pub(crate) fn new(rate: Option<MinRate>) -> Self {
         match rate {
-            Some(rate) if rate.bytes_per_second > 0 => Meter::Unhindered(rate),
-            _ => Meter::Off,
+            Some(rate) => Meter::Unhindered(rate),
+            None => Meter::Off,
         }
     }
 
@@ -132,6 +132,8 @@ impl Meter {
         // and afterwards only of a transport that answered then.
         let (rate, since, done, held_now) = match *self {
             Meter::Off => return None,
+            // (A rate of 0 is none: the transport is not asked.)
+            Meter::Unhindered(rate) if rate.bytes_per_second == 0 => return None,
             Meter::Unhindered(rate) => {
                 let held = unacknowledged();
                 let first = Progress {

@@ -54,11 +54,11 @@ impl Interest {
     /// the connection `readable`.
     #[inline]
     pub(crate) fn follow(&mut self, key: usize, on: WaitFor, readable: bool) -> Rearm {
-        let (read, write) = (on.reads(), on.writes());
         // The usual step: it reads on, armed as before.
-        if read && self.reading == Reading::Armed && write == self.write {
+        if on == WaitFor::Input && self.reading == Reading::Armed && !self.write {
             return Rearm::Keep;
         }
+        let (read, write) = (on.reads(), on.writes());
         let reading = match (read, readable, self.reading) {
             (true, _, _) => Reading::Armed,
             (false, false, now) => now,
