@@ -65,6 +65,16 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
         None
     }
 
+    /// Bytes of output the transport held back (TLS records its socket had no room for) that
+    /// went out since the last call (by a flush, a read, or a write before it took more):
+    /// progress the minimum response rate counts while the writer waits on a flush (the
+    /// records were taken from the writer before the socket took them). Asked after a
+    /// [`flush`](Write::flush) answered `WouldBlock`. A transport that holds nothing back has
+    /// none (0, the default).
+    fn take_flushed(&mut self) -> usize {
+        0
+    }
+
     /// True when the transport holds output it must send before it can read on (a TLS
     /// handshake's flight the socket did not take): an engine whose read said `WouldBlock` then
     /// waits for the descriptor to be writable as well as readable, and reads again when it is
@@ -191,6 +201,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn unacknowledged(&self) -> Option<usize> {
         (**self).unacknowledged()
+    }
+    fn take_flushed(&mut self) -> usize {
+        (**self).take_flushed()
     }
     fn wants_write(&self) -> bool {
         (**self).wants_write()

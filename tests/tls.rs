@@ -350,41 +350,22 @@ fn large_handshake_flight_completes(engine: Engine) {
 }
 
 /// An event stream with heartbeats only, over TLS, whose client stops reading: once the socket
-/// is full, rustls takes each heartbeat and the flush waits; the stream is cut one grace period
-/// later (the minimum rate), not when rustls's own buffer fills (hours of heartbeats). It once
-/// measured each heartbeat's wait afresh and was never cut.
+/// is full, the stream's flush waits (a heartbeat due then is written at the wait's deadline);
+/// the stream is cut one grace period later (the minimum rate), not when rustls's own buffer
+/// fills (hours of heartbeats). It once measured each wait afresh and was never cut.
 fn quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading(engine: Engine) {
     use std::sync::{Mutex, mpsc};
     use twinhttp::sse::SseConfig;
-    use twinhttp::tls::rustls;
-    let pki = Pki::new();
-    let grace = Duration::from_secs(1);
-    let (listener, addr) = support::tls::small_send_buffer_listener();
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
-    let srv = support::start_on(
-        engine,
-        Config {
-            tls: Some(pki.server.clone()),
-            response_rate: Some(twinhttp::MinRate::new(240, grace)),
-            ..Config::default()
-        },
-        support::On::Listener(listener),
-        move |_: &mut twinhttp::Request<'_>| {
-            let config = SseConfig::default().heartbeat(Some(Duration::from_millis(10)));
-            let (resp, sender) = twinhttp::Response::event_stream_with(config);
-            // The sender is kept: the stream stays open, quiet but for its heartbeats.
-            let _ = tx.lock().expect("lock").send(sender);
-            resp
-        },
-    );
-    let tcp = support::tls::small_receive_buffer_client(addr);
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
-    let conn = rustls::ClientConnection::new(pki.client.clone(), name).expect("a client");
-    let mut s = rustls::StreamOwned::new(conn, tcp);
-    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-        .expect("send");
-    s.flush().expect("flush");
+    let quiet = move |_: &mut twinhttp::Request<'_>| {
+        let config = SseConfig::default().heartbeat(Some(Duration::from_millis(10)));
+        let (resp, sender) = twinhttp::Response::event_stream_with(config);
+        // The sender is kept: the stream stays open, quiet but for its heartbeats.
+        let _ = tx.lock().expect("lock").send(sender);
+        resp
+    };
+    let (srv, _client) = strict_and_small(engine, quiet, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     let _sender = rx.recv_timeout(Duration::from_secs(5)).expect("a stream");
     srv.stats_until("an event stream", |st| st.event_streams == 1);
     let began = Instant::now();
@@ -396,7 +377,107 @@ fn quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading(engine: Engi
         |st| st.event_streams == 0,
     );
     let took = began.elapsed();
-    assert!(took >= grace, "cut after {took:?}, before the grace period");
+    assert!(
+        took >= STRICT.grace,
+        "cut after {took:?}, before the grace period"
+    );
+}
+
+/// A strict minimum rate: 240 B/s after 1 s.
+const STRICT: twinhttp::MinRate = twinhttp::MinRate::new(240, Duration::from_secs(1));
+
+/// Serves `handler` over TLS with a small send buffer and the [`STRICT`] rate; a client with a
+/// small receive buffer sends `request` (the handshake done): the server, and the client.
+fn strict_and_small(
+    engine: Engine,
+    handler: impl twinhttp::Handler,
+    request: &[u8],
+) -> (support::TestServer, TlsClient) {
+    use twinhttp::tls::rustls;
+    let pki = Pki::new();
+    let (listener, addr) = support::tls::small_send_buffer_listener();
+    let srv = support::start_on(
+        engine,
+        Config {
+            tls: Some(pki.server.clone()),
+            response_rate: Some(STRICT),
+            ..Config::default()
+        },
+        support::On::Listener(listener),
+        handler,
+    );
+    let tcp = support::tls::small_receive_buffer_client(addr);
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
+    let conn = rustls::ClientConnection::new(pki.client.clone(), name).expect("a client");
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    s.write_all(request).expect("send");
+    s.flush().expect("flush");
+    (srv, s)
+}
+
+/// [`strict_and_small`], whose client then takes the answer's ciphertext off its socket at
+/// 6 KB/s (600 bytes every 100 ms) until the server ends the connection: what it decrypted,
+/// and how long that took.
+fn read_at_6_kb_a_second(
+    engine: Engine,
+    handler: impl twinhttp::Handler,
+    request: &[u8],
+) -> (Vec<u8>, Duration) {
+    let (_srv, s) = strict_and_small(engine, handler, request);
+    let began = Instant::now();
+    let (mut conn, mut sock) = (s.conn, s.sock);
+    let mut plain = Vec::new();
+    let mut chunk = [0u8; 600];
+    let mut next = Instant::now();
+    loop {
+        assert!(began.elapsed() < Duration::from_secs(30), "never ended");
+        let n = match sock.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        conn.read_tls(&mut &chunk[..n]).expect("records");
+        conn.process_new_packets().expect("valid records");
+        let _ = conn.reader().read_to_end(&mut plain);
+        next += Duration::from_millis(100);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    (plain, began.elapsed())
+}
+
+/// A 24 KB response to a client that takes it at 6 KB/s, 25 times the minimum rate, arrives
+/// whole. rustls took it at once, so its records went out by flushes alone; those earned no
+/// credit, and the response was cut once the grace period had passed (after 16.5 KB).
+fn a_response_over_tls_read_above_the_rate_arrives_whole(engine: Engine) {
+    let body = |_: &mut twinhttp::Request<'_>| twinhttp::Response::text("x".repeat(24_000));
+    let request = b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let (plain, took) = read_at_6_kb_a_second(engine, body, request);
+    let text = String::from_utf8_lossy(&plain);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    assert_eq!(
+        body.len(),
+        24_000,
+        "cut after {took:?}: {}",
+        &text[..text.len().min(200)]
+    );
+}
+
+/// The same for an event stream: a 24 KB event queued at its start, then its end.
+fn an_event_stream_over_tls_read_above_the_rate_arrives_whole(engine: Engine) {
+    let stream = |_: &mut twinhttp::Request<'_>| {
+        let (resp, sender) = twinhttp::Response::event_stream();
+        sender
+            .send(twinhttp::sse::Event::data("x".repeat(24_000)))
+            .expect("queued");
+        sender.close();
+        resp
+    };
+    let (plain, took) = read_at_6_kb_a_second(engine, stream, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert!(
+        plain.ends_with(b"0\r\n\r\n"),
+        "cut after {took:?}, {} bytes: {:?}",
+        plain.len(),
+        String::from_utf8_lossy(&plain[..plain.len().min(300)])
+    );
 }
 
 /// A ClientHello a byte at a time, then the rest of the handshake and a request as usual: the
@@ -574,6 +655,8 @@ engine_tests!(
     truncated_close_delimited_body_is_not_a_clean_close,
     large_handshake_flight_completes,
     quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading,
+    a_response_over_tls_read_above_the_rate_arrives_whole,
+    an_event_stream_over_tls_read_above_the_rate_arrives_whole,
     trickled_client_hello_is_served,
     half_handshake_closes_at_the_header_deadline,
 );

@@ -84,6 +84,11 @@ pub(crate) trait Duplex: Read + Write {
     fn unacknowledged(&self) -> Option<usize> {
         None
     }
+    /// What a flush that had to wait wrote of output the transport held back
+    /// ([`Transport::take_flushed`](crate::Transport::take_flushed)).
+    fn take_flushed(&mut self) -> usize {
+        0
+    }
 }
 
 impl<T: crate::transport::Transport + ?Sized> Duplex for T {
@@ -92,6 +97,9 @@ impl<T: crate::transport::Transport + ?Sized> Duplex for T {
     }
     fn unacknowledged(&self) -> Option<usize> {
         crate::transport::Transport::unacknowledged(self)
+    }
+    fn take_flushed(&mut self) -> usize {
+        crate::transport::Transport::take_flushed(self)
     }
 }
 

@@ -276,6 +276,9 @@ impl<T: Transport> Transport for Proxied<T> {
     fn unacknowledged(&self) -> Option<usize> {
         self.inner.unacknowledged()
     }
+    fn take_flushed(&mut self) -> usize {
+        self.inner.take_flushed()
+    }
     fn abort(&mut self) {
         self.inner.abort()
     }

@@ -172,7 +172,10 @@ impl SseConn {
                     // Everything is out (the socket took what a TLS session held too): the
                     // next backlog is measured afresh.
                     Ok(()) => self.sent = Meter::new(self.rate),
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        self.sent.moved(now, sock.take_flushed());
+                        return self.stalled(sock, now);
+                    }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.closed(),
                 }

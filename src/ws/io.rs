@@ -140,7 +140,12 @@ impl Write for WsIo<'_> {
         }
     }
     /// A transport that holds output (TLS) gets it out: `WouldBlock` until it is.
+    /// What a flush that has to wait wrote counts as written.
     fn flush(&mut self) -> io::Result<()> {
-        self.stream.flush()
+        let flushed = self.stream.flush();
+        if flushed.is_err() {
+            self.written = self.written.saturating_add(self.stream.take_flushed());
+        }
+        flushed
     }
 }

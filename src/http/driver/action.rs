@@ -57,7 +57,8 @@ pub(crate) enum Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum WaitFor {
-    /// Nothing from the stream: only a wake-up or the deadline.
+    /// Nothing from the stream but its hang-up: a wake-up or the deadline (a registration may
+    /// watch input for the hang-up; the server engine's does).
     Wake = 0,
     /// Input: a request, a body, a lingering close's drain.
     Input = 1,

@@ -269,7 +269,10 @@ impl Busy {
         loop {
             return match stream.flush() {
                 Ok(()) => Ok(true),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(false),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.sent.moved(now, stream.take_flushed());
+                    Ok(false)
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => Err(()),
             };

@@ -113,6 +113,9 @@ impl Io for Scripted {
     fn unacknowledged(&self) -> Option<usize> {
         self.unacknowledged
     }
+    fn take_flushed(&mut self) -> usize {
+        0
+    }
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None
     }
