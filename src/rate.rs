@@ -156,6 +156,12 @@ impl Meter {
         deadline::after(since, allowance.saturating_sub(done.waited))
     }
 
+    /// Whether the transfer has waited on the peer: what moves earns credit from then on.
+    #[inline]
+    pub(crate) fn has_waited(&self) -> bool {
+        matches!(self, Meter::Waiting { .. } | Meter::Moving { .. })
+    }
+
     /// `n` bytes moved at `now`; the wait under way, if any, ends.
     #[inline]
     pub(crate) fn moved(&mut self, now: Instant, n: usize) {

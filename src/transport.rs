@@ -65,14 +65,13 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
         None
     }
 
-    /// Bytes of output the transport held back (TLS records its socket had no room for) that
-    /// went out since the last call (by a flush, a read, or a write before it took more):
-    /// progress the minimum response rate counts while the writer waits on a flush (the
-    /// records were taken from the writer before the socket took them). Asked after a
-    /// [`flush`](Write::flush) answered `WouldBlock`. A transport that holds nothing back has
-    /// none (0, the default).
-    fn take_flushed(&mut self) -> usize {
-        0
+    /// Bytes the transport wrote to its socket since the last call, where that is not what its
+    /// writes returned: a TLS stream's records, which go out as the socket takes them, while
+    /// its writes return the plaintext it took (perhaps to hold). The minimum response rate
+    /// counts these instead of what the writes returned. `None`, the default: every byte a
+    /// write returned went to the socket.
+    fn take_sent(&mut self) -> Option<usize> {
+        None
     }
 
     /// True when the transport holds output it must send before it can read on (a TLS
@@ -202,8 +201,8 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn unacknowledged(&self) -> Option<usize> {
         (**self).unacknowledged()
     }
-    fn take_flushed(&mut self) -> usize {
-        (**self).take_flushed()
+    fn take_sent(&mut self) -> Option<usize> {
+        (**self).take_sent()
     }
     fn wants_write(&self) -> bool {
         (**self).wants_write()

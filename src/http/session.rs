@@ -84,10 +84,10 @@ pub(crate) trait Duplex: Read + Write {
     fn unacknowledged(&self) -> Option<usize> {
         None
     }
-    /// What a flush that had to wait wrote of output the transport held back
-    /// ([`Transport::take_flushed`](crate::Transport::take_flushed)).
-    fn take_flushed(&mut self) -> usize {
-        0
+    /// What the transport wrote to its socket since last asked, where that is not what its
+    /// writes returned ([`Transport::take_sent`](crate::Transport::take_sent)).
+    fn take_sent(&mut self) -> Option<usize> {
+        None
     }
 }
 
@@ -98,8 +98,8 @@ impl<T: crate::transport::Transport + ?Sized> Duplex for T {
     fn unacknowledged(&self) -> Option<usize> {
         crate::transport::Transport::unacknowledged(self)
     }
-    fn take_flushed(&mut self) -> usize {
-        crate::transport::Transport::take_flushed(self)
+    fn take_sent(&mut self) -> Option<usize> {
+        crate::transport::Transport::take_sent(self)
     }
 }
 

@@ -276,8 +276,8 @@ impl<T: Transport> Transport for Proxied<T> {
     fn unacknowledged(&self) -> Option<usize> {
         self.inner.unacknowledged()
     }
-    fn take_flushed(&mut self) -> usize {
-        self.inner.take_flushed()
+    fn take_sent(&mut self) -> Option<usize> {
+        self.inner.take_sent()
     }
     fn abort(&mut self) {
         self.inner.abort()

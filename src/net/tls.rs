@@ -31,11 +31,8 @@ pub(crate) struct TlsStream<T: Transport> {
     peer_closed: bool,
     /// How the connection is to end.
     end: End,
-    /// Ciphertext written to the socket, all told (wrapping).
+    /// Ciphertext the socket took since [`Transport::take_sent`] last asked.
     sent: usize,
-    /// Of it, what was held back (encrypted before the socket had room) and went out since
-    /// [`Transport::take_flushed`] last asked, or the last flush that got everything out.
-    flushed: usize,
 }
 
 /// How a TLS connection ends when it is dropped or its write side is shut.
@@ -63,7 +60,6 @@ impl<T: Transport> TlsStream<T> {
             peer_closed: false,
             end: End::Clean,
             sent: 0,
-            flushed: 0,
         })
     }
 
@@ -73,7 +69,7 @@ impl<T: Transport> TlsStream<T> {
         while self.tls.wants_write() {
             match self.tls.write_tls(&mut self.inner) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => self.sent = self.sent.wrapping_add(n),
+                Ok(n) => self.sent = self.sent.saturating_add(n),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -83,16 +79,6 @@ impl<T: Transport> TlsStream<T> {
             self.inner.shutdown_write()?;
         }
         Ok(())
-    }
-
-    /// [`write_queued`](Self::write_queued) for output held back: what goes out is counted
-    /// for [`Transport::take_flushed`].
-    fn write_held(&mut self) -> io::Result<()> {
-        let before = self.sent;
-        let wrote = self.write_queued();
-        let sent = self.sent.wrapping_sub(before);
-        self.flushed = self.flushed.saturating_add(sent);
-        wrote
     }
 
     /// Reads ciphertext once and decrypts what it completes. A peer that breaks the protocol
@@ -136,7 +122,7 @@ impl<T: Transport> Read for TlsStream<T> {
                 Err(e) => return Err(e),
             }
             // Handshake messages go out before more is awaited; a full socket takes them later.
-            match self.write_held() {
+            match self.write_queued() {
                 Err(e) if e.kind() != ErrorKind::WouldBlock => return Err(e),
                 _ => {}
             }
@@ -146,14 +132,16 @@ impl<T: Transport> Read for TlsStream<T> {
 }
 
 impl<T: Transport> Write for TlsStream<T> {
-    /// Encrypts what rustls's send buffer takes, once the socket has taken what was encrypted
-    /// before; `WouldBlock` until it has. (Staged in rustls while the socket is full, more
-    /// would count as the client's progress towards the minimum rate, which it is not.)
+    /// Encrypts what rustls's send buffer takes; `WouldBlock` when it is full and the inner
+    /// stream takes nothing.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
-        self.write_held()?;
+        match self.write_queued() {
+            Err(e) if e.kind() != ErrorKind::WouldBlock => return Err(e),
+            _ => {}
+        }
         let n = self.tls.writer().write(buf)?;
         if n == 0 {
             return Err(ErrorKind::WouldBlock.into());
@@ -164,12 +152,9 @@ impl<T: Transport> Write for TlsStream<T> {
         }
     }
 
-    /// Writes the ciphertext still queued: `WouldBlock` until all of it is out. What went out
-    /// of it is reported by [`Transport::take_flushed`].
+    /// Writes the ciphertext still queued: `WouldBlock` until all of it is out.
     fn flush(&mut self) -> io::Result<()> {
-        self.write_held()?;
-        // Everything is out: no wait follows that would count it.
-        self.flushed = 0;
+        self.write_queued()?;
         self.inner.flush()
     }
 }
@@ -236,8 +221,10 @@ impl<T: Transport> Transport for TlsStream<T> {
     fn unacknowledged(&self) -> Option<usize> {
         self.inner.unacknowledged()
     }
-    fn take_flushed(&mut self) -> usize {
-        std::mem::take(&mut self.flushed)
+    /// The records the socket took: plaintext rustls takes may wait in it (up to its 64 KiB
+    /// limit) while the socket is full, which is no progress of the client's.
+    fn take_sent(&mut self) -> Option<usize> {
+        Some(std::mem::take(&mut self.sent))
     }
 }
 

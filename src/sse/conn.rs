@@ -173,7 +173,9 @@ impl SseConn {
                     // next backlog is measured afresh.
                     Ok(()) => self.sent = Meter::new(self.rate),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        self.sent.moved(now, sock.take_flushed());
+                        if let Some(n) = sock.take_sent() {
+                            self.sent.moved(now, n);
+                        }
                         return self.stalled(sock, now);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -202,7 +204,8 @@ impl SseConn {
                 Ok(n) => {
                     self.written += n;
                     self.last_write = now;
-                    self.sent.moved(now, n);
+                    // What the socket took (a TLS stream may hold what it was given).
+                    self.sent.moved(now, sock.take_sent().unwrap_or(n));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -77,9 +77,11 @@ impl<'a> WsIo<'a> {
         self.stream.unacknowledged()
     }
 
-    /// Bytes written since the last call.
+    /// Bytes written since the last call: what the socket took, where the transport says
+    /// ([`Duplex::take_sent`]: a TLS stream's records), else what the writes returned.
     pub(super) fn take_written(&mut self) -> usize {
-        std::mem::take(&mut self.written)
+        let wrote = std::mem::take(&mut self.written);
+        self.stream.take_sent().unwrap_or(wrote)
     }
 
     /// Bytes handed to tungstenite in this read, and where the frames stand after them.
@@ -140,12 +142,7 @@ impl Write for WsIo<'_> {
         }
     }
     /// A transport that holds output (TLS) gets it out: `WouldBlock` until it is.
-    /// What a flush that has to wait wrote counts as written.
     fn flush(&mut self) -> io::Result<()> {
-        let flushed = self.stream.flush();
-        if flushed.is_err() {
-            self.written = self.written.saturating_add(self.stream.take_flushed());
-        }
-        flushed
+        self.stream.flush()
     }
 }

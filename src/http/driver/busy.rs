@@ -251,14 +251,18 @@ impl Busy {
         stream: &mut T,
         now: Instant,
     ) -> Result<bool, ()> {
+        let mut wrote = 0;
         while self.written < self.out.len() {
             match stream.send(&self.out[self.written..]) {
                 Ok(0) => return Err(()),
                 Ok(n) => {
                     self.written += n;
-                    self.sent.moved(now, n);
+                    wrote += n;
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.moved(stream, now, wrote);
+                    return Ok(false);
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Err(()),
             }
@@ -268,15 +272,27 @@ impl Busy {
         // A transport that holds output (TLS) gets it out before the connection waits.
         loop {
             return match stream.flush() {
-                Ok(()) => Ok(true),
+                // (A transfer that never waited earns nothing: the usual response, whose
+                // turn does not ask.)
+                Ok(()) if !self.sent.has_waited() => Ok(true),
+                Ok(()) => {
+                    self.moved(stream, now, wrote);
+                    Ok(true)
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    self.sent.moved(now, stream.take_flushed());
+                    self.moved(stream, now, wrote);
                     Ok(false)
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => Err(()),
             };
         }
+    }
+
+    /// Credits the response's meter with what went to the socket: `wrote` bytes, or what the
+    /// transport says its socket took ([`Io::take_sent`]: a TLS stream's records).
+    fn moved<T: Io + ?Sized>(&mut self, stream: &mut T, now: Instant, wrote: usize) {
+        self.sent.moved(now, stream.take_sent().unwrap_or(wrote));
     }
 
     /// Reads once from the socket; a head may grow the buffer up to `max_head`.

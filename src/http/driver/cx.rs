@@ -32,9 +32,9 @@ pub(crate) trait Io: Read + Write {
     /// What the socket holds that the peer has not acknowledged, where the transport knows
     /// ([`Transport::unacknowledged`]).
     fn unacknowledged(&self) -> Option<usize>;
-    /// What a flush that had to wait wrote of output the transport held back
-    /// ([`Transport::take_flushed`]).
-    fn take_flushed(&mut self) -> usize;
+    /// What the transport wrote to its socket since last asked, where that is not what its
+    /// writes returned ([`Transport::take_sent`]).
+    fn take_sent(&mut self) -> Option<usize>;
     /// Sends up to `len` bytes of `file` (from its position) without copying them through the
     /// driver, where the transport can (`sendfile(2)`); `None` where it cannot.
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>>;
@@ -66,8 +66,8 @@ impl<T: Transport + ?Sized> Io for T {
     fn unacknowledged(&self) -> Option<usize> {
         Transport::unacknowledged(self)
     }
-    fn take_flushed(&mut self) -> usize {
-        Transport::take_flushed(self)
+    fn take_sent(&mut self) -> Option<usize> {
+        Transport::take_sent(self)
     }
     fn send_file(&mut self, file: &std::fs::File, len: usize) -> Option<std::io::Result<usize>> {
         crate::transport::send_file(self, file, len)

@@ -113,8 +113,8 @@ impl Io for Scripted {
     fn unacknowledged(&self) -> Option<usize> {
         self.unacknowledged
     }
-    fn take_flushed(&mut self) -> usize {
-        0
+    fn take_sent(&mut self) -> Option<usize> {
+        None
     }
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None
