@@ -17,9 +17,10 @@ use std::os::unix::net::UnixStream;
 ///
 /// A transport that wraps a socket may hold bytes inside it. Output: once an engine has
 /// written its output it calls [`Write::flush`], which answers `WouldBlock` until what the
-/// transport holds is out (the engine then waits for the descriptor to be writable). Input:
-/// [`Transport::buffered_input`] says that a read would return bytes the socket no longer
-/// signals.
+/// transport holds is out (the engine then waits for the descriptor to be writable), and
+/// [`Transport::take_sent`] says what its socket took, which is then not what the writes
+/// returned (the minimum response rate counts it). Input: [`Transport::buffered_input`] says
+/// that a read would return bytes the socket no longer signals.
 pub trait Transport: Read + Write + AsFd + Any + Send {
     /// Shuts the write side: the peer reads the end of the stream (the engines' lingering close
     /// after an error, and a refused connection's 503).
@@ -68,8 +69,11 @@ pub trait Transport: Read + Write + AsFd + Any + Send {
     /// Bytes the transport wrote to its socket since the last call, where that is not what its
     /// writes returned: a TLS stream's records, which go out as the socket takes them, while
     /// its writes return the plaintext it took (perhaps to hold). The minimum response rate
-    /// counts these instead of what the writes returned. `None`, the default: every byte a
-    /// write returned went to the socket.
+    /// counts these instead of what the writes returned. Every byte the socket took counts,
+    /// whatever wrote it (a write, a flush, a read that pushed queued records) and whatever it
+    /// carried (a handshake's or an alert's records too): the engines take the count when a
+    /// transfer first waits on its peer and discard it, and credit only what comes after.
+    /// `None`, the default: every byte a write returned went to the socket.
     fn take_sent(&mut self) -> Option<usize> {
         None
     }

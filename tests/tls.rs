@@ -416,12 +416,13 @@ fn strict_and_small(
 }
 
 /// [`strict_and_small`], whose client then takes the answer's ciphertext off its socket at
-/// 12 KB/s (1,200 bytes every 100 ms) until the server ends the connection: what it decrypted,
-/// and how long that took.
+/// 12 KB/s (1,200 bytes every 100 ms) until the server ends the connection or what it
+/// decrypted is `whole`: that, and how long it took.
 fn read_at_12_kb_a_second(
     engine: Engine,
     handler: impl twinhttp::Handler,
     request: &[u8],
+    whole: impl Fn(&[u8]) -> bool,
 ) -> (Vec<u8>, Duration) {
     let (_srv, s) = strict_and_small(engine, handler, request);
     let began = Instant::now();
@@ -438,6 +439,9 @@ fn read_at_12_kb_a_second(
         conn.read_tls(&mut &chunk[..n]).expect("records");
         conn.process_new_packets().expect("valid records");
         let _ = conn.reader().read_to_end(&mut plain);
+        if whole(&plain) {
+            break;
+        }
         next += Duration::from_millis(100);
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
     }
@@ -458,7 +462,7 @@ fn a_response_over_tls_read_above_the_rate_arrives_whole(engine: Engine) {
     for size in SIZES {
         let body = move |_: &mut twinhttp::Request<'_>| twinhttp::Response::text("x".repeat(size));
         let request = b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-        let (plain, took) = read_at_12_kb_a_second(engine, body, request);
+        let (plain, took) = read_at_12_kb_a_second(engine, body, request, |_| false);
         let text = String::from_utf8_lossy(&plain);
         let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
         assert_eq!(
@@ -482,11 +486,47 @@ fn an_event_stream_over_tls_read_above_the_rate_arrives_whole(engine: Engine) {
             resp
         };
         let request = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
-        let (plain, took) = read_at_12_kb_a_second(engine, stream, request);
+        let (plain, took) = read_at_12_kb_a_second(engine, stream, request, |_| false);
         assert!(
             plain.ends_with(b"0\r\n\r\n"),
             "{size}: cut after {took:?}, {} bytes",
             plain.len(),
+        );
+    }
+}
+
+/// The same for a WebSocket message: the client's first message is answered with one of each
+/// size, which the client takes at 12 KB/s (its meter counts the records the socket takes, as
+/// the response's does).
+fn a_websocket_message_over_tls_read_above_the_rate_arrives_whole(engine: Engine) {
+    use twinhttp::ws::{RequestExt as _, WsMessage, WsSender};
+    // The upgrade, and a masked text frame "go" behind it.
+    let mut request = b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+        Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        .to_vec();
+    let mask = [1u8, 2, 3, 4];
+    request.extend_from_slice(&[0x81, 0x82]);
+    request.extend_from_slice(&mask);
+    request.extend(b"go".iter().zip(mask).map(|(b, m)| b ^ m));
+    for size in SIZES {
+        let large = move |req: &mut twinhttp::Request<'_>| match req.upgrade_websocket() {
+            Ok(u) => u.accept(move |ws: &WsSender, _: WsMessage| {
+                let _ = ws.send(vec![b'x'; size]);
+            }),
+            Err(refusal) => refusal,
+        };
+        // The 101's head, then a binary frame's: 0x82, and 126 and a 16-bit length or 127 and
+        // a 64-bit one.
+        let frame_head = if size < 1 << 16 { 4 } else { 10 };
+        let whole = move |plain: &[u8]| {
+            let head = plain.windows(4).position(|w| w == b"\r\n\r\n");
+            head.is_some_and(|h| plain.len() >= h + 4 + frame_head + size)
+        };
+        let (plain, took) = read_at_12_kb_a_second(engine, large, &request, whole);
+        assert!(
+            whole(&plain),
+            "{size}: cut after {took:?}, {} bytes",
+            plain.len()
         );
     }
 }
@@ -668,6 +708,7 @@ engine_tests!(
     quiet_event_stream_over_tls_is_cut_when_its_client_stops_reading,
     a_response_over_tls_read_above_the_rate_arrives_whole,
     an_event_stream_over_tls_read_above_the_rate_arrives_whole,
+    a_websocket_message_over_tls_read_above_the_rate_arrives_whole,
     trickled_client_hello_is_served,
     half_handshake_closes_at_the_header_deadline,
 );

@@ -132,8 +132,11 @@ impl<T: Transport> Read for TlsStream<T> {
 }
 
 impl<T: Transport> Write for TlsStream<T> {
-    /// Encrypts what rustls's send buffer takes; `WouldBlock` when it is full and the inner
-    /// stream takes nothing.
+    /// Pushes the records queued before (as far as the socket takes them), hands rustls what
+    /// its send buffer takes (up to its 64 KiB limit) and pushes the new records: what it
+    /// returns is plaintext taken, perhaps held in rustls while the socket is full.
+    /// `WouldBlock` when rustls takes none of it (its buffer is at the limit). What the socket
+    /// took is counted for [`Transport::take_sent`].
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);

@@ -172,12 +172,7 @@ impl SseConn {
                     // Everything is out (the socket took what a TLS session held too): the
                     // next backlog is measured afresh.
                     Ok(()) => self.sent = Meter::new(self.rate),
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        if let Some(n) = sock.take_sent() {
-                            self.sent.moved(now, n);
-                        }
-                        return self.stalled(sock, now);
-                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.closed(),
                 }
@@ -215,8 +210,12 @@ impl SseConn {
     }
 
     /// The socket takes no more output: wait for it, or close the stream when its client
-    /// took it slower than the minimum rate.
-    fn stalled(&mut self, sock: &dyn Duplex, now: Instant) -> Next {
+    /// took it slower than the minimum rate. Records a TLS stream pushed out before it said
+    /// `WouldBlock` (by the flush, or by the write that took nothing more) are credited first.
+    fn stalled(&mut self, sock: &mut dyn Duplex, now: Instant) -> Next {
+        if let Some(n) = sock.take_sent() {
+            self.sent.moved(now, n);
+        }
         let stalled = self.sent.deadline(now, || sock.unacknowledged());
         if stalled.is_some_and(|d| now >= d) {
             return self.closed();

@@ -239,6 +239,17 @@ impl Busy {
         self.written = 0;
     }
 
+    /// Output other than a response is queued for a head (a `100 Continue`, an error page):
+    /// with nothing of an earlier response left to write, it is a transfer of its own,
+    /// measured afresh, not on the credit of a response before it (hours of it after a large
+    /// one). A response's meter is new when it is queued ([`Driver::answer`](super::Driver::answer)).
+    #[inline]
+    pub(super) fn output_begins(&mut self, rate: Option<MinRate>) {
+        if self.unwritten() == 0 {
+            self.sent = Meter::new(rate);
+        }
+    }
+
     /// Bytes of output queued and not yet written.
     pub(super) fn unwritten(&self) -> usize {
         self.out.len() - self.written

@@ -95,7 +95,8 @@ impl Driver {
             }
             Some(Ok(n)) => {
                 st.file_sent(n);
-                busy.sent.moved(now, n);
+                // (What the socket took: a transport that reports it otherwise says so.)
+                busy.sent.moved(now, io.take_sent().unwrap_or(n));
                 Sent::Some(n)
             }
             Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Sent::Blocked,

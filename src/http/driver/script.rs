@@ -46,6 +46,11 @@ pub(crate) struct Scripted {
     pub(crate) reads: usize,
     /// What the stream says its peer has not acknowledged ([`Io::unacknowledged`]).
     pub(crate) unacknowledged: Option<usize>,
+    /// For a stream that reports what its socket took ([`Io::take_sent`], as a TLS stream
+    /// does): bytes taken since the driver last asked. Writes add what they take; a test adds
+    /// what else went out (a TLS stream's handshake or earlier records). `None`: what writes
+    /// returned is what went out.
+    pub(crate) sent: Option<usize>,
 }
 
 impl Scripted {
@@ -89,6 +94,9 @@ impl Write for Scripted {
             *room -= n;
         }
         self.out.extend_from_slice(&data[..n]);
+        if let Some(sent) = &mut self.sent {
+            *sent += n;
+        }
         Ok(n)
     }
 
@@ -114,7 +122,7 @@ impl Io for Scripted {
         self.unacknowledged
     }
     fn take_sent(&mut self) -> Option<usize> {
-        None
+        self.sent.as_mut().map(std::mem::take)
     }
     fn send_file(&mut self, _: &std::fs::File, _: usize) -> Option<io::Result<usize>> {
         None

@@ -295,6 +295,80 @@ fn a_response_deadline_is_final_whatever_was_acknowledged_during_the_wait() {
     assert_eq!(b.refusals(), [Refusal::TooSlow]);
 }
 
+/// What a client waits for after a response its socket took in the turn that read the client's
+/// next head (a `100 Continue`, an error page) is measured afresh: it does not inherit the
+/// credit the response earned (100 KB at 100 B/s: 1,000 s).
+#[test]
+fn output_after_a_large_response_starts_a_meter_of_its_own() {
+    let large = || Answer::Returned(Response::text("x".repeat(100_000)));
+    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    // The response's size on the wire, from a stream that takes everything.
+    let mut whole = Bench::new();
+    whole.io.send(get);
+    whole.turn(|_, _| large());
+    let size = whole.io.out.len();
+    let next: [(&[u8], &str); 2] = [
+        (
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+            "100 Continue",
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
+            "400",
+        ),
+    ];
+    for (head, what) in next {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        b.io.send(get);
+        let (_, first) = b.turn(|_, _| large());
+        assert_eq!(shown(&first), wait(false, true, Some(b.t0 + RATE.grace)));
+        // A second later the socket takes the whole response and is full again; the next head
+        // has come, and what it is answered waits from now, with a grace period of its own.
+        b.at(1);
+        b.io.room = Some(size);
+        b.io.send(head);
+        let (ran, then) = b.turn(|_, _| large());
+        assert_eq!(ran, 0, "{what}");
+        assert_eq!(b.io.out.len(), size, "{what}");
+        assert_eq!(
+            shown(&then),
+            wait(false, true, Some(b.now + RATE.grace)),
+            "{what}"
+        );
+    }
+}
+
+/// Over a transport that says what its socket took (TLS: records, not the plaintext its writes
+/// returned), the response's meter credits that: nothing of what went out before the response
+/// first waited (a handshake, earlier responses), and records pushed out while the writes
+/// themselves said `WouldBlock`.
+#[test]
+fn a_response_credits_what_the_socket_took_from_its_first_wait_on() {
+    let mut b = Bench::new();
+    b.io.room = Some(0);
+    b.io.sent = Some(50_000);
+    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let (_, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(100_000))));
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    // 100 bytes a second later: within the grace period, whose end stays (50,100 bytes would
+    // have earned 501 s).
+    b.at(1);
+    b.io.room = Some(100);
+    let (_, next) = b.echo();
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    // The writes take nothing, but 2,000 bytes of held records went out: 2,100 bytes earn 21 s
+    // of waiting in all.
+    b.at(2);
+    b.io.room = Some(0);
+    b.io.sent = Some(2000);
+    let (_, next) = b.echo();
+    assert_eq!(
+        shown(&next),
+        wait(false, true, Some(b.t0 + Duration::from_secs(21)))
+    );
+}
+
 #[test]
 fn a_malformed_head_is_answered_400_and_lingers() {
     let mut b = Bench::new();
