@@ -83,6 +83,9 @@ impl crate::http::driver::Tally for Counters {
     fn refused(&self, why: Refusal) {
         Counters::refused(self, why);
     }
+    fn panicked(&self) {
+        Counters::panicked(self);
+    }
 }
 
 impl From<crate::http::session::Kind> for Activity {
@@ -417,9 +420,9 @@ pub struct Stats {
     pub per_loop: Vec<u64>,
     /// Refusals by reason: every named reason, then each engine-answered status that occurred.
     pub refused: Vec<(Refusal, u64)>,
-    /// Handler panics: a request's handler (answered `500`, its connection closed) or a
-    /// WebSocket callback (closed with 1011). A streamed body that panics is logged and its
-    /// response cut, not counted here.
+    /// Handler panics: a request's handler (answered `500`, its connection closed), a
+    /// WebSocket callback (closed with 1011), or a streamed response body producing a piece
+    /// (its response cut). A panic in a body's `Drop` is logged, not counted.
     pub panics: u64,
     /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
     /// than its blocking-warning threshold (inline dispatch;

@@ -190,9 +190,50 @@ fn a_head_response_body_that_panics_when_dropped_costs_nothing(engine: Engine) {
     }
 }
 
+/// A response body whose read panics after its first pieces: the response is cut (no last
+/// chunk), the panic is counted with the handlers', and the server goes on, on whichever thread
+/// produced it (a worker, an event loop inline, the reactor's pool).
+struct PanicsAfter(usize);
+
+impl std::io::Read for PanicsAfter {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        assert!(self.0 > 0, "a response body panics while it is read");
+        let n = buf.len().min(self.0);
+        buf[..n].fill(b'x');
+        self.0 -= n;
+        Ok(n)
+    }
+}
+
+fn a_body_that_panics_while_read_is_cut_and_counted(engine: Engine) {
+    use std::io::Read;
+    use twinhttp::{Body, Request, Response};
+    let srv = start_with(
+        engine,
+        Config::default(),
+        |req: &mut Request<'_>| match req.path() {
+            "/panics" => Response::new(200).with_body(Body::reader(PanicsAfter(40_000))),
+            _ => Response::text("ok"),
+        },
+    );
+    let mut c = support::connect(srv.addr);
+    std::io::Write::write_all(&mut c, b"GET /panics HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    let mut got = Vec::new();
+    // The connection ends (cut short: perhaps a reset) once the body panicked.
+    let _ = c.read_to_end(&mut got);
+    assert!(
+        !got.ends_with(b"0\r\n\r\n"),
+        "no last chunk: the body is cut"
+    );
+    srv.stats_until("the panic counted", |st| st.panics == 1);
+    assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
+    assert_eq!(srv.stats().panics, 1);
+}
+
 engine_tests!(
     a_body_that_panics_when_dropped_costs_its_connection_only,
     a_head_response_body_that_panics_when_dropped_costs_nothing,
+    a_body_that_panics_while_read_is_cut_and_counted,
     panic_is_a_500_and_server_lives,
     over_max_connections_gets_503,
     garbage_never_kills_a_worker

@@ -116,8 +116,8 @@ impl Produced {
 impl Streaming {
     /// [`produce_piece`](Self::produce_piece) on a worker: the body comes back if it goes on,
     /// and is dropped here once it ended.
-    pub(crate) fn produce_away(mut self, out: &mut Vec<u8>) -> Produced {
-        match self.produce_piece(out) {
+    pub(crate) fn produce_away(mut self, out: &mut Vec<u8>, panicked: impl FnOnce()) -> Produced {
+        match self.produce_piece(out, panicked) {
             Piece::More => Produced::More(self),
             Piece::Ended { complete } => Produced::Ended {
                 sent: self.sent,
@@ -126,15 +126,16 @@ impl Streaming {
         }
     }
 
-    /// [`produce`](Self::produce) with a body that panics taken as one that failed: the body
-    /// is handler code, run on whichever thread may run it (an event loop with inline
-    /// dispatch, a worker otherwise).
-    pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>) -> Piece {
+    /// [`produce`](Self::produce) with a body that panics taken as one that failed (and
+    /// `panicked` called, to count it): the body is handler code, run on whichever thread may
+    /// run it (an event loop with inline dispatch, a worker otherwise).
+    pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>, panicked: impl FnOnce()) -> Piece {
         let produced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.produce(out)));
         match produced {
             Ok(None) => Piece::More,
             Ok(Some(complete)) => Piece::Ended { complete },
             Err(_) => {
+                panicked();
                 log::error!("response body panicked; closing the connection");
                 Piece::Ended { complete: false }
             }

@@ -128,6 +128,8 @@ pub(crate) trait Tally {
     fn request(&self, head: &RequestHead);
     /// A request or connection was refused, for this reason.
     fn refused(&self, why: Refusal);
+    /// Handler code the driver ran (a streamed body's piece) panicked.
+    fn panicked(&self);
 }
 
 /// What one step of the driver is given: the rules, the engine's buffers and counters, the

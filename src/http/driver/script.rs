@@ -146,6 +146,8 @@ pub(crate) struct Recorded {
     pub(crate) requests: RefCell<Vec<Seen>>,
     pub(crate) refusals: RefCell<Vec<Refusal>>,
     pub(crate) budget: Budget,
+    /// Handler code the driver ran that panicked.
+    pub(crate) panics: std::cell::Cell<u32>,
 }
 
 impl Tally for Recorded {
@@ -161,5 +163,8 @@ impl Tally for Recorded {
     }
     fn refused(&self, why: Refusal) {
         self.refusals.borrow_mut().push(why);
+    }
+    fn panicked(&self) {
+        self.panics.set(self.panics.get() + 1);
     }
 }
