@@ -26,21 +26,6 @@ impl WsHandler for Reporting {
     }
 }
 
-/// The process's mapped address space, in bytes (`VmSize`).
-fn mapped() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmSize:"))
-        .expect("VmSize");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .expect("a number");
-    kib * 1024
-}
-
 #[test]
 fn a_session_whose_thread_cannot_start_gets_its_on_close() {
     let (tx, closes) = mpsc::channel();
@@ -62,7 +47,7 @@ fn a_session_whose_thread_cannot_start_gets_its_on_close() {
     setrlimit(
         Resource::As,
         Rlimit {
-            current: Some(mapped() + 1024 * 1024),
+            current: Some(support::mapped() + 1024 * 1024),
             maximum: before.maximum,
         },
     )

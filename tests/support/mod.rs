@@ -17,6 +17,23 @@ pub mod logs;
 pub mod tls;
 pub mod ws_raw;
 
+/// The process's mapped address space, in bytes (`VmSize`): for the tests that lower its
+/// limit (`RLIMIT_AS`) to make a thread's stack fail.
+#[cfg(target_os = "linux")]
+pub fn mapped() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmSize:"))
+        .expect("VmSize");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a number");
+    kib * 1024
+}
+
 /// The engine configurations every behaviour test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
