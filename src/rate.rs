@@ -156,6 +156,15 @@ impl Meter {
         deadline::after(since, allowance.saturating_sub(done.waited))
     }
 
+    /// The transfer is over (all of its output is out): the next one starts unhindered, at the
+    /// same rate.
+    #[inline]
+    pub(crate) fn restart(&mut self) {
+        if let Meter::Waiting { rate, .. } | Meter::Moving { rate, .. } = *self {
+            *self = Meter::Unhindered(rate);
+        }
+    }
+
     /// Whether the transfer has waited on the peer: what moves earns credit from then on.
     #[inline]
     pub(crate) fn has_waited(&self) -> bool {

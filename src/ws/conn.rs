@@ -171,8 +171,11 @@ impl WsConn {
             match self.ctx.flush(io) {
                 // A frame of a large message is out: its next one (only now: while output
                 // waits, tungstenite holds the frame before, and no more).
+                // The backlog is not all out: its transfer goes on, with what went out
+                // credited (each frame starting afresh let a fast reader of a large message
+                // be cut at a grace period after its frame).
                 Ok(()) if self.sending.is_some() || !self.outbox.is_empty() => {
-                    self.sent = Meter::new(self.rate);
+                    self.sent.moved(now, io.take_written());
                     self.held.flushed();
                     self.next_frame(io);
                     continue;
@@ -790,6 +793,48 @@ mod tests {
             Next::Close
         );
         assert_eq!(sender.send("x"), Err(SendError::Closed));
+    }
+
+    /// A large message's backlog is one transfer, frame after frame: a peer that takes its
+    /// first 256 KiB frame and a little more in 4 s (64 times the 1,000 B/s minimum) keeps that
+    /// credit while the next frame waits (each frame once started afresh: a grace period).
+    #[test]
+    fn a_large_message_keeps_its_credit_from_frame_to_frame() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let wakes = Arc::new(Wakes::default());
+        let sender = WsSender::new(waker(&wakes), 4 << 20, None, &Budget::default());
+        let rate = MinRate::new(1000, Duration::from_secs(5));
+        let t0 = Instant::now();
+        let mut s: Box<dyn Session> = Box::new(WsConn::new(
+            callee(Echo(calls.clone())),
+            WsConfig::default(),
+            sender.clone(),
+            t0,
+            Some(rate),
+        ));
+        let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
+        pipe.room = 0;
+        let large = WsMessage::Binary(vec![7u8; 600 * 1024].into());
+        sender.send(large).expect("the stream is open");
+        let first = pipe.io(&mut buf, |io| s.drive(io, t0, Callbacks::Inline));
+        assert_eq!(
+            first,
+            Next::Wait {
+                write: true,
+                deadline: Some(t0 + rate.grace)
+            }
+        );
+        let t4 = t0 + Duration::from_secs(4);
+        pipe.room = 256 * 1024 + 100;
+        let next = pipe.io(&mut buf, |io| s.drive(io, t4, Callbacks::Inline));
+        // 262,244 bytes taken: 262.244 s of waiting earned.
+        assert_eq!(
+            next,
+            Next::Wait {
+                write: true,
+                deadline: Some(t0 + Duration::from_millis(262_244))
+            }
+        );
     }
 
     /// A WebSocket session on `budget` that echoes and logs into `calls`.

@@ -7,7 +7,7 @@ use std::io::ErrorKind;
 use std::time::Instant;
 
 use super::body_in::BodyIn;
-use super::{Io, Stage};
+use super::{Io, Stage, WaitFor};
 use crate::MinRate;
 use crate::http::body::Decoder;
 use crate::http::budget::Held;
@@ -35,7 +35,8 @@ pub(crate) struct Busy {
     /// Output queued and not yet written, from `written` on.
     pub(super) out: Vec<u8>,
     written: usize,
-    /// The minimum rate of the output being written (reset for each response).
+    /// The minimum rate of the output being written: one response, or a pipelined batch, until
+    /// all of it is out ([`Busy::flush`]).
     pub(super) sent: Meter,
     pub(super) at: Exchange,
     /// The output left waiting for a slow client, charged to the server's memory budget.
@@ -239,14 +240,36 @@ impl Busy {
         self.written = 0;
     }
 
-    /// Output other than a response is queued for a head (a `100 Continue`, an error page):
-    /// with nothing of an earlier response left to write, it is a transfer of its own,
-    /// measured afresh, not on the credit of a response before it (hours of it after a large
-    /// one). A response's meter is new when it is queued ([`Driver::answer`](super::Driver::answer)).
+    /// A response is queued: with nothing before it left to write, it is a transfer of its own
+    /// (behind output not yet out, it goes on with that output's: a pipelined batch is one).
     #[inline]
     pub(super) fn output_begins(&mut self, rate: Option<MinRate>) {
         if self.unwritten() == 0 {
             self.sent = Meter::new(rate);
+        }
+    }
+
+    /// A response's body is being made (streamed, or a file sent): output that is all out is
+    /// not the end of its transfer.
+    fn body_under_way(&self) -> bool {
+        matches!(self.at, Exchange::Streaming(_) | Exchange::Producing { .. })
+    }
+
+    /// Until when an exchange under way may wait `on` its stream from `now`: while output
+    /// waits, the response's rate; while a body is read, the body's. (A read that waits for
+    /// the stream to take a TLS flight too keeps the deadline of what it reads.) Out of line:
+    /// the usual wait, for the next request, does not come here.
+    #[inline(never)]
+    pub(super) fn deadline<T: Io + ?Sized>(
+        &mut self,
+        io: &T,
+        on: WaitFor,
+        now: Instant,
+    ) -> Option<Instant> {
+        match &mut self.at {
+            _ if on == WaitFor::Output => self.sent.deadline(now, || io.unacknowledged()),
+            Exchange::Body { meter, .. } => meter.deadline(now, || None),
+            _ => None,
         }
     }
 
@@ -286,8 +309,14 @@ impl Busy {
                 // (A transfer that never waited earns nothing: the usual response, whose
                 // turn does not ask.)
                 Ok(()) if !self.sent.has_waited() => Ok(true),
+                // All of the output is out: unless a body goes on, its transfer is over, and
+                // what is written next (the next response, a `100 Continue`, an error page)
+                // is measured afresh, not on its credit (hours of it after a large one).
                 Ok(()) => {
                     self.moved(stream, now, wrote);
+                    if !self.body_under_way() {
+                        self.sent.restart();
+                    }
                     Ok(true)
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {

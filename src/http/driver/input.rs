@@ -69,7 +69,6 @@ fn head_step(
             // room for it, it is turned away to try again soon.
             let over = busy.read.filled().len().saturating_sub(ALLOWANCE);
             if over > 0 && !cx.tally.budget().fits(over) {
-                busy.output_begins(cx.rules.response_rate);
                 let _counted_below = conn.write_error(503, &mut busy.out, cx.date);
                 cx.tally.refused(Refusal::HeadOverBudget);
                 return Step::Progress;
@@ -78,7 +77,6 @@ fn head_step(
         }
         Err(e) => {
             busy.keep_head(head, cx.pools);
-            busy.output_begins(cx.rules.response_rate);
             cx.tally
                 .refused(conn.write_error(e.status(), &mut busy.out, cx.date));
             return Step::Progress;
@@ -93,10 +91,6 @@ fn head_step(
             body: Received::Empty,
         });
     }
-    // What a request with a body may be written before its response (`100 Continue`, an
-    // error page) is a transfer of its own. (A request without one is answered first: its
-    // response's meter is new.)
-    busy.output_begins(cx.rules.response_rate);
     // A handler that streams its body reads it as it arrives.
     if cx.rules.streams.as_ref().is_some_and(|s| (s.0)(&head)) {
         let continue_due = head.expect_continue && busy.read.is_empty();

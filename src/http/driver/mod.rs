@@ -50,7 +50,6 @@ use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request_head::RequestHead;
 use crate::http::stream::Streaming;
-use crate::rate::Meter;
 
 /// Where a connection is, and what it holds there. (`repr(u8)`: a plain tag, one load to
 /// match, where the niche layout took several at every match of the hot path: 100
@@ -328,7 +327,7 @@ impl Driver {
             cx.pools.give_head(head);
             return;
         };
-        busy.sent = Meter::new(cx.rules.response_rate);
+        busy.output_begins(cx.rules.response_rate);
         let body = match busy.at.replace(Exchange::Head) {
             Some(Exchange::Handed(body)) => body.end,
             _ => BodyEnd::Complete,

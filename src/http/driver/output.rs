@@ -247,17 +247,9 @@ impl Driver {
     /// lingering close's.
     pub(super) fn wait<T: Io + ?Sized>(&mut self, io: &T, on: WaitFor, now: Instant) -> Action {
         let until = match &mut self.phase {
-            // Output waits for the client: the response's rate. (A read that waits for the
-            // stream to take a TLS flight too keeps the deadline of what it reads.)
-            Phase::Busy(busy) if on == WaitFor::Output => {
-                busy.sent.deadline(now, || io.unacknowledged())
-            }
-            Phase::Busy(busy) => match &mut busy.at {
-                Exchange::Body { meter, .. } => meter.deadline(now, || None),
-                _ => None,
-            },
-            Phase::Linger(linger) => linger.deadline(),
             Phase::Idle | Phase::Partial(_) => self.due.until(),
+            Phase::Busy(busy) => busy.deadline(io, on, now),
+            Phase::Linger(linger) => linger.deadline(),
             Phase::Over => None,
         };
         Action::Wait { on, until }

@@ -339,6 +339,88 @@ fn output_after_a_large_response_starts_a_meter_of_its_own() {
     }
 }
 
+/// Pipelined responses queued behind output not yet out are one transfer with it, until all of
+/// it is out: a client that reads a fortieth of the rate is cut at the grace period, however
+/// many requests each writable turn answers, and one that reads above the rate keeps its
+/// credit (each answer once started the meter afresh, both ways wrong).
+#[test]
+fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
+    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let small = |_: &RequestHead, _: &[u8]| Answer::Returned(Response::text("x".repeat(100)));
+    // 10 bytes every 4 s: the deadline stays at the end of the grace period.
+    let mut b = Bench::new();
+    b.io.room = Some(0);
+    b.io.send(&get.repeat(300));
+    let (_, next) = b.turn(small);
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    b.at(4);
+    b.io.room = Some(10);
+    let (ran, next) = b.turn(small);
+    assert!(ran > 0, "more of the batch answered");
+    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    // 1,500 bytes in the first 4 s: 15 s of waiting earned, kept while more is answered.
+    let mut b = Bench::new();
+    b.io.room = Some(0);
+    b.io.send(&get.repeat(100));
+    b.turn(small);
+    b.at(4);
+    b.io.room = Some(1500);
+    let (ran, next) = b.turn(small);
+    assert!(ran > 0, "more of the batch answered");
+    assert_eq!(
+        shown(&next),
+        wait(false, true, Some(b.t0 + Duration::from_secs(15)))
+    );
+}
+
+/// An error page for a request pipelined behind a large response, queued after that response
+/// went out (a malformed chunk, a body that never came: 400, 408), waits a grace period of its
+/// own, not on the credit the response earned.
+#[test]
+fn an_error_page_after_a_pipelined_response_starts_a_meter_of_its_own() {
+    let large = || Answer::Returned(Response::text("x".repeat(60_000)));
+    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let mut whole = Bench::new();
+    whole.io.send(get);
+    whole.turn(|_, _| large());
+    let size = whole.io.out.len();
+    let posts: [&[u8]; 2] = [
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
+    ];
+    let refused = [(400, Refusal::Status(400)), (408, Refusal::TooSlow)];
+    for (post, (status, why)) in posts.into_iter().zip(refused) {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        b.io.send(&[&get[..], post].concat());
+        b.turn(|_, _| large());
+        // A second later the response goes out whole (600 s of credit at 100 B/s) while the
+        // POST's body is awaited.
+        b.at(1);
+        b.io.room = Some(size);
+        b.turn(|_, _| large());
+        assert_eq!(b.io.out.len(), size);
+        b.io.room = Some(0);
+        match status {
+            400 => {
+                b.at(2);
+                b.io.send(b"zz\r\n");
+            }
+            _ => {
+                b.at(6);
+                assert!(b.expire(), "{status} queued");
+            }
+        }
+        let (_, next) = b.turn(|_, _| large());
+        assert_eq!(
+            shown(&next),
+            wait(false, true, Some(b.now + RATE.grace)),
+            "{status}"
+        );
+        assert_eq!(b.refusals(), [why], "{status}");
+    }
+}
+
 /// Over a transport that says what its socket took (TLS: records, not the plaintext its writes
 /// returned), the response's meter credits that: nothing of what went out before the response
 /// first waited (a handshake, earlier responses), and records pushed out while the writes
