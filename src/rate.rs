@@ -165,6 +165,13 @@ impl Meter {
         }
     }
 
+    /// Whether the transfer waits on the peer now: its last attempt to get output out had to
+    /// wait (bytes queued, or held by the transport: TLS), and nothing has moved since.
+    #[inline]
+    pub(crate) fn is_waiting(&self) -> bool {
+        matches!(self, Meter::Waiting { .. })
+    }
+
     /// Whether the transfer has waited on the peer: what moves earns credit from then on.
     #[inline]
     pub(crate) fn has_waited(&self) -> bool {

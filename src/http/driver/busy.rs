@@ -240,13 +240,29 @@ impl Busy {
         self.written = 0;
     }
 
-    /// A response is queued: with nothing before it left to write, it is a transfer of its own
+    /// A response is queued: with everything before it out, it is a transfer of its own
     /// (behind output not yet out, it goes on with that output's: a pipelined batch is one).
     #[inline]
     pub(super) fn output_begins(&mut self, rate: Option<MinRate>) {
-        if self.unwritten() == 0 {
+        if self.all_out() {
             self.sent = Meter::new(rate);
         }
+    }
+
+    /// A response's body ended: with everything out (its last piece added nothing: a sized
+    /// body), its transfer is over, before a request pipelined behind it is read and answered
+    /// (an error page, a `100 Continue`).
+    pub(super) fn body_ended(&mut self) {
+        if self.all_out() {
+            self.sent.restart();
+        }
+    }
+
+    /// Whether all output is out: nothing queued unwritten, and nothing the transport still
+    /// holds (a TLS stream takes plaintext while the socket is full: its flush then waits, and
+    /// so does the meter).
+    fn all_out(&self) -> bool {
+        self.unwritten() == 0 && !self.sent.is_waiting()
     }
 
     /// A response's body is being made (streamed, or a file sent): output that is all out is

@@ -137,6 +137,7 @@ impl Driver {
             return;
         };
         drop(busy.at.replace(Exchange::Head));
+        busy.body_ended();
         self.conn.streamed(sent);
         if !complete {
             self.conn.abort();

@@ -51,12 +51,36 @@ pub(crate) struct Scripted {
     /// what else went out (a TLS stream's handshake or earlier records). `None`: what writes
     /// returned is what went out.
     pub(crate) sent: Option<usize>,
+    /// For a stream that holds output as a TLS stream does: writes take up to this many
+    /// bytes into `held`, which goes to the socket as `room` allows; a flush says
+    /// `WouldBlock` until all of it went. `None`: writes go straight to the socket.
+    pub(crate) holds: Option<usize>,
+    /// Output taken and held, not yet in the socket.
+    pub(crate) held: Vec<u8>,
 }
 
 impl Scripted {
     /// The client sends `bytes`.
     pub(crate) fn send(&mut self, bytes: &[u8]) {
         self.incoming.extend_from_slice(bytes);
+    }
+
+    /// Bytes of what was written that the socket takes (all of them, or `room`'s worth).
+    fn taken(&mut self, len: usize) -> usize {
+        let n = self.room.map_or(len, |room| room.min(len));
+        if let Some(room) = &mut self.room {
+            *room -= n;
+        }
+        if let Some(sent) = &mut self.sent {
+            *sent += n;
+        }
+        n
+    }
+
+    /// Pushes held output to the socket as far as it takes it.
+    fn push_held(&mut self) {
+        let n = self.taken(self.held.len());
+        self.out.extend(self.held.drain(..n));
     }
 
     /// What was written since the last call, as text.
@@ -86,22 +110,31 @@ impl Write for Scripted {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         assert!(!self.shut, "written after the write side was shut");
         assert!(!self.aborted, "written after the exchange was aborted");
+        if let Some(holds) = self.holds {
+            self.push_held();
+            let n = data.len().min(holds.saturating_sub(self.held.len()));
+            if n == 0 && !data.is_empty() {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            self.held.extend_from_slice(&data[..n]);
+            self.push_held();
+            return Ok(n);
+        }
         let n = self.room.map_or(data.len(), |room| room.min(data.len()));
         if n == 0 && !data.is_empty() {
             return Err(ErrorKind::WouldBlock.into());
         }
-        if let Some(room) = &mut self.room {
-            *room -= n;
-        }
+        let n = self.taken(n);
         self.out.extend_from_slice(&data[..n]);
-        if let Some(sent) = &mut self.sent {
-            *sent += n;
-        }
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.push_held();
+        match self.held.is_empty() {
+            true => Ok(()),
+            false => Err(ErrorKind::WouldBlock.into()),
+        }
     }
 }
 
@@ -113,7 +146,7 @@ impl Io for Scripted {
         self.aborted = true;
     }
     fn wants_write(&self) -> bool {
-        false
+        !self.held.is_empty()
     }
     fn buffered_input(&self) -> bool {
         false

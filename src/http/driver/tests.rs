@@ -94,6 +94,24 @@ impl Bench {
         self.driver.expire(&mut cx)
     }
 
+    /// Drives until the driver waits or closes, answering each request with `respond`,
+    /// producing streamed pieces here and driving on after a yield.
+    fn produce_all(&mut self, mut respond: impl FnMut() -> Response) -> Action {
+        let mut cx = harness_cx!(self, false);
+        let now = cx.now;
+        loop {
+            match self.driver.drive(&mut self.io, &mut cx) {
+                Action::Run(Request { head, .. }) => {
+                    let answer = Answer::Returned(respond());
+                    self.driver.answer(head, answer, cx.now, &mut cx);
+                }
+                Action::Produce => self.driver.produce(&mut cx, || now),
+                Action::Yield => {}
+                other => return other,
+            }
+        }
+    }
+
     fn refusals(&self) -> Vec<Refusal> {
         self.tally.refusals.borrow().clone()
     }
@@ -347,7 +365,7 @@ fn output_after_a_large_response_starts_a_meter_of_its_own() {
 fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
     let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     let small = |_: &RequestHead, _: &[u8]| Answer::Returned(Response::text("x".repeat(100)));
-    // 10 bytes every 4 s: the deadline stays at the end of the grace period.
+    // 10 bytes every 2 s: the deadline stays.at the end of the grace period.
     let mut b = Bench::new();
     b.io.room = Some(0);
     b.io.send(&get.repeat(300));
@@ -371,6 +389,87 @@ fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
         shown(&next),
         wait(false, true, Some(b.t0 + Duration::from_secs(15)))
     );
+}
+
+/// Over a transport that holds output (TLS: rustls takes plaintext while the socket is full),
+/// nothing left unwritten is not everything out: the batch is one transfer until the
+/// transport's flush is done, both ways (a slow reader cut at the grace period, one above the
+/// rate keeping its credit).
+#[test]
+fn a_pipelined_batch_over_a_transport_that_holds_output_is_one_transfer() {
+    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let small = |_: &RequestHead, _: &[u8]| Answer::Returned(Response::text("x".repeat(100)));
+    let holding = |requests: usize| {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        b.io.holds = Some(64 << 10);
+        b.io.sent = Some(0);
+        b.io.send(&get.repeat(requests));
+        let (_, next) = b.turn(small);
+        assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+        b
+    };
+    // 10 bytes every 2 s: the deadline stays.
+    let mut b = holding(300);
+    for secs in [2, 4] {
+        b.at(secs);
+        b.io.room = Some(10);
+        let (ran, next) = b.turn(small);
+        assert!(ran > 0, "more of the batch answered");
+        assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    }
+    // 1,500 bytes in 4 s: 15 s earned.
+    let mut b = holding(100);
+    b.at(4);
+    b.io.room = Some(1500);
+    let (_, next) = b.turn(small);
+    assert_eq!(
+        shown(&next),
+        wait(false, true, Some(b.t0 + Duration::from_secs(15)))
+    );
+}
+
+/// A sized streamed body ends with a last piece that adds nothing, after its last bytes went
+/// out: what a request pipelined behind it is answered (a `100 Continue`, an error page) is a
+/// transfer of its own, not on the body's credit (600 s for 60 KB at 100 B/s).
+#[test]
+fn output_after_a_sized_streamed_body_starts_a_meter_of_its_own() {
+    const LEN: usize = 60_000;
+    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let sized = || {
+        let body = std::io::Cursor::new(vec![b'x'; LEN]);
+        Response::new(200).with_body(Body::sized_reader(body, LEN as u64))
+    };
+    let mut whole = Bench::new();
+    whole.io.send(get);
+    whole.produce_all(sized);
+    let size = whole.io.out.len();
+    let next: [(&[u8], &str); 2] = [
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
+            "400",
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+            "100 Continue",
+        ),
+    ];
+    for (head, what) in next {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        b.io.send(&[&get[..], head].concat());
+        let first = b.produce_all(sized);
+        assert_eq!(shown(&first), wait(false, true, Some(b.t0 + RATE.grace)));
+        b.at(1);
+        b.io.room = Some(size);
+        let then = b.produce_all(sized);
+        assert_eq!(b.io.out.len(), size, "{what}");
+        assert_eq!(
+            shown(&then),
+            wait(false, true, Some(b.now + RATE.grace)),
+            "{what}"
+        );
+    }
 }
 
 /// An error page for a request pipelined behind a large response, queued after that response
