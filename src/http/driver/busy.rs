@@ -205,16 +205,16 @@ impl Busy {
     /// Where the exchange stands, for the engine's live counters.
     pub(super) fn stage(&self) -> Stage {
         match self.at {
-            Exchange::Head if self.out.is_empty() && self.read.is_empty() => Stage::Waiting,
-            Exchange::Head if self.out.is_empty() => Stage::Reading,
+            Exchange::Head if self.all_out() && self.read.is_empty() => Stage::Waiting,
+            Exchange::Head if self.all_out() => Stage::Reading,
             _ => Stage::Writing,
         }
     }
 
     /// Whether a request is under way: part of its head or its body has come, and no response
-    /// is being written.
+    /// is being written (nothing unwritten, and nothing a transport holds: [`Busy::all_out`]).
     pub(super) fn receiving(&self) -> bool {
-        self.out.is_empty()
+        self.all_out()
             && match self.at {
                 Exchange::Head => !self.read.is_empty(),
                 Exchange::Body { .. } => true,

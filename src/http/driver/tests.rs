@@ -429,6 +429,30 @@ fn a_pipelined_batch_over_a_transport_that_holds_output_is_one_transfer() {
     );
 }
 
+/// A client too slow to take a response, with part of its next head read, is cut as too slow
+/// at the output's deadline, over a transport that holds output (TLS) as over a plain socket:
+/// once it was taken for a late head (a 408 queued behind the response, counted as a header
+/// timeout, closed a turn later).
+#[test]
+fn a_slow_reader_with_a_partial_head_behind_is_cut_as_too_slow() {
+    for holds in [None, Some(64 << 10)] {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        b.io.holds = holds;
+        b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HT");
+        let (ran, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(1000))));
+        assert_eq!(ran, 1);
+        assert_eq!(
+            shown(&next),
+            wait(false, true, Some(b.t0 + RATE.grace)),
+            "{holds:?}"
+        );
+        b.at(5);
+        assert!(!b.expire(), "closed ({holds:?})");
+        assert_eq!(b.refusals(), [Refusal::TooSlow], "{holds:?}");
+    }
+}
+
 /// A sized streamed body ends with a last piece that adds nothing, after its last bytes went
 /// out: what a request pipelined behind it is answered (a `100 Continue`, an error page) is a
 /// transfer of its own, not on the body's credit (600 s for 60 KB at 100 B/s).
