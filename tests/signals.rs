@@ -82,9 +82,15 @@ fn silent_websocket_at_shutdown(flags: &[&str]) {
     cmd.args(["--addr", "127.0.0.1:0"]).args(flags);
     let mut server = child::ChildServer::spawn(cmd);
     let addr = server.addr;
-    let (ws, resp) =
+    let (mut ws, resp) =
         tungstenite::client(format!("ws://{addr}/ws"), support::connect(addr)).expect("handshake");
     assert_eq!(resp.status(), 101);
+    // An echo: the session is running (not still being handed over) when the signal comes.
+    ws.send(tungstenite::Message::text("up")).expect("send");
+    assert_eq!(
+        ws.read().expect("the echo"),
+        tungstenite::Message::text("up")
+    );
     let signalled = Instant::now();
     kill_process(Pid::from_child(&server.child), Signal::TERM).expect("signal the example");
     // The peer holds its socket open and reads nothing: the close frame is never answered.
