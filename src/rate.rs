@@ -92,6 +92,19 @@ pub(crate) struct Progress {
     /// Output: the bytes its socket held unacknowledged when it first waited, where the
     /// transport knows ([`Transport::unacknowledged`](crate::Transport::unacknowledged)).
     held_at_first_wait: Option<usize>,
+    /// Where the stretch the rate judges began: at the first wait, or at the last deadline
+    /// that passed with the transfer still above the rate.
+    window: Window,
+    /// The last deadline given.
+    due: Option<Instant>,
+}
+
+/// What a transfer had taken and waited when the stretch the rate judges began: the rate
+/// applies from there, and credit earned before it is spent.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    taken: u64,
+    waited: Duration,
 }
 
 impl Progress {
@@ -105,6 +118,46 @@ impl Progress {
             }
             _ => self.bytes,
         }
+    }
+
+    /// The deadline of a wait that began at `since`, asked at `now` with `taken` bytes taken
+    /// by the peer, and remembered. A deadline given that passed, with the transfer still
+    /// above the rate (what the socket took meanwhile, seen only now: Linux reports a grown
+    /// send buffer writable once a third of it is free), starts a window: the credit earned
+    /// before it is spent, and the rate judges what follows on its own. A client that reads
+    /// nothing has its kernel take a receive buffer's worth after the output first waits (tens
+    /// of kilobytes: minutes of credit at the default rate); seen at a deadline, it buys one
+    /// grace period, not the minutes.
+    fn next_deadline(
+        &mut self,
+        rate: MinRate,
+        since: Instant,
+        now: Instant,
+        taken: u64,
+    ) -> Option<Instant> {
+        let mut until = self.until(rate, since, taken)?;
+        if self.due.is_some_and(|due| now >= due) && until > now {
+            self.window = Window {
+                taken,
+                waited: self
+                    .waited
+                    .saturating_add(now.saturating_duration_since(since)),
+            };
+            until = self.until(rate, since, taken)?;
+        }
+        self.due = Some(until);
+        Some(until)
+    }
+
+    /// When the window falls below the rate if nothing moves, in a wait that began at
+    /// `since`: it may have waited in all what it took at the rate, at least the grace
+    /// period.
+    fn until(&self, rate: MinRate, since: Instant, taken: u64) -> Option<Instant> {
+        let allowance = rate.allowance(taken.saturating_sub(self.window.taken))?;
+        let left = allowance
+            .saturating_add(self.window.waited)
+            .saturating_sub(self.waited);
+        deadline::after(since, left)
     }
 }
 
@@ -122,7 +175,9 @@ impl Meter {
     /// it falls below the rate if nothing moves. `None`: never. `unacknowledged`: for output,
     /// what its socket holds that the peer has not acknowledged, where the transport knows
     /// (bytes the kernel took into a grown send buffer are not the peer's progress); asked
-    /// only when there is a rate (it may be a system call).
+    /// only when there is a rate (it may be a system call). Asked again once the deadline
+    /// passed, with what moved since, it starts a window of one grace period if the transfer
+    /// is still above the rate ([`Progress::next_deadline`]).
     pub(crate) fn deadline(
         &mut self,
         now: Instant,
@@ -151,9 +206,10 @@ impl Meter {
                 (rate, now, done, held)
             }
         };
-        let allowance = rate.allowance(done.taken(held_now))?;
+        let mut done = done;
+        let until = done.next_deadline(rate, since, now, done.taken(held_now))?;
         *self = Meter::Waiting { rate, since, done };
-        deadline::after(since, allowance.saturating_sub(done.waited))
+        Some(until)
     }
 
     /// The transfer is over (all of its output is out): the next one starts unhindered, at the
@@ -189,7 +245,9 @@ impl Meter {
                     waited: done
                         .waited
                         .saturating_add(now.saturating_duration_since(*since)),
-                    held_at_first_wait: done.held_at_first_wait,
+                    // A wait that ended before its deadline has nothing to check.
+                    due: done.due.filter(|due| now >= *due),
+                    ..*done
                 };
                 *self = Meter::Moving { rate: *rate, done };
             }
@@ -281,6 +339,34 @@ mod tests {
         m.moved(now, 10);
         m.deadline(now, || ask(Some(5)));
         assert_eq!(asked.get(), 3);
+    }
+
+    /// A deadline that passes with progress seen only then (what the socket took meanwhile,
+    /// without a writable event) buys one grace period, not the credit: the rate judges what
+    /// follows on its own. A wait that ended before its deadline has nothing to check.
+    #[test]
+    fn a_deadline_that_passes_with_progress_buys_one_grace_period() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut m = Meter::new(Some(MinRate::default()));
+        assert_eq!(m.deadline(t0, || None), Some(t0 + 5 * s));
+        // 95 KB seen at the deadline (a stalled client's receive buffer filling): 396 s as
+        // credit; one grace period here.
+        m.moved(t0 + 5 * s, 95_000);
+        assert_eq!(m.deadline(t0 + 5 * s, || None), Some(t0 + 10 * s));
+        // Nothing in it: its deadline stands, passed.
+        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 10 * s));
+        // 2,400 bytes in it (twice the rate's): the next grace period.
+        m.moved(t0 + 10 * s, 2400);
+        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 15 * s));
+        // Progress before the deadline earns credit as ever.
+        let mut m = Meter::new(Some(MinRate::default()));
+        m.deadline(t0, || None);
+        m.moved(t0 + s, 95_000);
+        assert_eq!(
+            m.deadline(t0 + s, || None),
+            deadline::after(t0, 95_000 * s / 240)
+        );
     }
 
     #[test]

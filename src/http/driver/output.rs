@@ -8,6 +8,7 @@ use super::busy::{Exchange, Switch};
 use super::{Action, Cx, Driver, Handover, Io, Phase, Tally, WaitFor};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
+use crate::http::refusal::Refusal;
 use crate::http::stream::{Piece, Produced, Streaming};
 
 /// What sending a file body straight from its file came to.
@@ -45,7 +46,7 @@ impl Driver {
         match self.send_file(io, cx.now) {
             Sent::NotAFile => {}
             Sent::Some(n) => return cx.turn.sent_body(n).then_some(Action::Yield),
-            Sent::Blocked => return Some(self.wait(io, WaitFor::Output, cx.now)),
+            Sent::Blocked => return Some(self.wait_for_output(io, cx)),
             Sent::Failed => return Some(self.close(cx.pools)),
         }
         if let Some(Exchange::Streaming(st)) = busy_at(&self.phase) {
@@ -256,9 +257,24 @@ impl Driver {
         Action::Wait { on, until }
     }
 
+    /// Output waits for the stream to take more, until the response's deadline; past it (all
+    /// the socket took written), the connection closes: its client takes it slower than the
+    /// minimum rate.
+    fn wait_for_output<T: Io + ?Sized>(&mut self, io: &T, cx: &mut Cx<'_>) -> Action {
+        match self.wait(io, WaitFor::Output, cx.now) {
+            Action::Wait {
+                until: Some(until), ..
+            } if until <= cx.now => {
+                cx.tally.refused(Refusal::TooSlow);
+                self.close(cx.pools)
+            }
+            action => action,
+        }
+    }
+
     /// Writes pending output; `None` when all of it is out (or there is none), else what to
     /// do: wait for the stream to take more, or close (it failed).
-    pub(super) fn flush<T: Io + ?Sized>(&mut self, io: &mut T, cx: &Cx<'_>) -> Option<Action> {
+    pub(super) fn flush<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> Option<Action> {
         let Phase::Busy(busy) = &mut self.phase else {
             return None;
         };
@@ -271,7 +287,7 @@ impl Driver {
                 // What waits for a slow client counts against the server's memory budget.
                 let left = busy.unwritten();
                 (busy.tail.get_or_insert_with(|| cx.tally.budget().charge())).hold(left);
-                Some(self.wait(io, WaitFor::Output, cx.now))
+                Some(self.wait_for_output(io, cx))
             }
             Err(()) => Some(Action::Close),
         }
