@@ -22,11 +22,12 @@ use crate::Handler;
 use crate::deadline;
 use crate::engine::Control;
 use crate::handler::answer;
+use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
 use crate::http::date::DateLine;
 use crate::http::driver::{Action, Cx, Handover, Request, Rules, WaitFor};
 use crate::http::pools::{self, Pools};
-use crate::http::session::{Start, Wake};
+use crate::http::session::{Start, Takeover, Wake};
 use crate::http::spool::Received;
 use crate::net::io::{self, Interrupt};
 use crate::net::upgrade::detach;
@@ -292,6 +293,27 @@ fn wait_on_socket<H>(
     }
 }
 
+/// A session lasts as long as its client: it runs on a thread of its own (out of descriptors
+/// for its waiter: it closes). Nothing is left for the worker.
+fn on_a_thread<H: Handler>(
+    shared: &Shared<H>,
+    conn: Connection,
+    takeover: Box<dyn Takeover>,
+    encoder: Encoder,
+    input: Option<ReadBuf>,
+    pools: &mut Pools,
+) -> Option<Connection> {
+    let waiter = Arc::new(Waiter::new().ok()?);
+    let session = takeover.start(starting(shared, &conn, Box::new(waiter.clone()), encoder));
+    let leftover = input.as_ref().map_or(Vec::new(), |b| b.filled().to_vec());
+    if let Some(buf) = input {
+        pools.give_read(buf);
+    }
+    let (stream, open) = conn.into_parts();
+    detach_session(&shared.control, stream, leftover, session, open, waiter);
+    None
+}
+
 /// What a session on this engine starts with: `waker` wakes its parker or its thread.
 fn starting<H: Handler>(
     shared: &Shared<H>,
@@ -326,8 +348,10 @@ fn switch<H: Handler>(
         } if shared.parks_sessions() => {
             let (mut conn, wake) = match shared.parker.as_ref()?.enroll(conn) {
                 Ok(enrolled) => enrolled,
-                // Shutdown began after its 101 (or its head) went out: it closes.
-                Err(_) => return None,
+                // The parker takes no more (shutdown began after its 101 went out) or could
+                // not register it: the session runs on a thread of its own, which shuts it
+                // down as any other at shutdown (a WebSocket's 1001 and closing handshake).
+                Err(conn) => return on_a_thread(shared, conn, takeover, encoder, input, pools),
             };
             let start = starting(shared, &conn, Box::new(wake), encoder);
             let session = Session::start(takeover, start, input, pools);
@@ -339,20 +363,7 @@ fn switch<H: Handler>(
             takeover,
             encoder,
             input,
-        } => {
-            // A session lasts as long as its client: a thread of its own (out of descriptors
-            // for its waiter: it closes).
-            let waiter = Arc::new(Waiter::new().ok()?);
-            let session =
-                takeover.start(starting(shared, &conn, Box::new(waiter.clone()), encoder));
-            let leftover = input.as_ref().map_or(Vec::new(), |b| b.filled().to_vec());
-            if let Some(buf) = input {
-                pools.give_read(buf);
-            }
-            let (stream, open) = conn.into_parts();
-            detach_session(&shared.control, stream, leftover, session, open, waiter);
-            None
-        }
+        } => on_a_thread(shared, conn, takeover, encoder, input, pools),
         Handover::Detach { then, leftover } => {
             let (stream, open) = conn.into_parts();
             detach(&shared.control, stream, leftover, then, open);
