@@ -766,17 +766,7 @@ mod tests {
         let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let rate = MinRate::new(240, Duration::from_secs(5));
         let t0 = Instant::now();
-        let echo = Box::new(Echo(calls.clone()));
-        let mut s: Box<dyn Session> = Box::new(WsConn::new(
-            Callee {
-                handler: echo,
-                panics: Panics::default(),
-            },
-            WsConfig::default(),
-            sender.clone(),
-            t0,
-            Some(rate),
-        ));
+        let mut s = echoing(&sender, &calls, t0, Some(rate));
         let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
         pipe.room = 0;
         sender.send("stuck").expect("the stream is open");
@@ -805,13 +795,7 @@ mod tests {
         let sender = WsSender::new(waker(&wakes), 4 << 20, None, &Budget::default());
         let rate = MinRate::new(1000, Duration::from_secs(5));
         let t0 = Instant::now();
-        let mut s: Box<dyn Session> = Box::new(WsConn::new(
-            callee(Echo(calls.clone())),
-            WsConfig::default(),
-            sender.clone(),
-            t0,
-            Some(rate),
-        ));
+        let mut s = echoing(&sender, &calls, t0, Some(rate));
         let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
         pipe.room = 0;
         let large = WsMessage::Binary(vec![7u8; 600 * 1024].into());
@@ -835,6 +819,19 @@ mod tests {
                 deadline: Some(t0 + Duration::from_millis(262_244))
             }
         );
+    }
+
+    /// A WebSocket session that echoes and logs into `calls`, sending through `sender`,
+    /// started at `t0` with the minimum `rate`.
+    fn echoing(
+        sender: &WsSender,
+        calls: &Arc<Mutex<Vec<String>>>,
+        t0: Instant,
+        rate: Option<MinRate>,
+    ) -> Box<dyn Session> {
+        let config = WsConfig::default();
+        let echo = callee(Echo(calls.clone()));
+        Box::new(WsConn::new(echo, config, sender.clone(), t0, rate))
     }
 
     /// A WebSocket session on `budget` that echoes and logs into `calls`.
@@ -978,17 +975,7 @@ mod tests {
         let wakes = Arc::new(Wakes::default());
         let sender = WsSender::new(waker(&wakes), 1 << 20, None, &Budget::default());
         let t0 = Instant::now();
-        let echo = Box::new(Echo(Arc::new(Mutex::new(Vec::new()))));
-        let mut s: Box<dyn Session> = Box::new(WsConn::new(
-            Callee {
-                handler: echo,
-                panics: Panics::default(),
-            },
-            WsConfig::default(),
-            sender.clone(),
-            t0,
-            None,
-        ));
+        let mut s = echoing(&sender, &Arc::new(Mutex::new(Vec::new())), t0, None);
         let (mut pipe, mut buf) = (Pipe::new(), ReadBuf::new());
         pipe.room = 0;
         let big = vec![b'x'; 600 << 10];

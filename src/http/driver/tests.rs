@@ -124,7 +124,61 @@ impl Bench {
     fn refusals(&self) -> Vec<Refusal> {
         self.tally.refusals.borrow().clone()
     }
+
+    /// A bench whose stream takes nothing (and is set up further by `with`), sent `input`:
+    /// the turn answers it with `answer`, and its output first waits at t0, with the grace
+    /// period to run.
+    fn stalled(
+        input: &[u8],
+        with: impl FnOnce(&mut Scripted),
+        answer: impl FnMut(&RequestHead, &[u8]) -> Answer,
+    ) -> Bench {
+        let mut b = Bench::new();
+        b.io.room = Some(0);
+        with(&mut b.io);
+        b.io.send(input);
+        let (_, next) = b.turn(answer);
+        assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+        b
+    }
 }
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+
+/// A response of `len` bytes.
+fn text_of(len: usize) -> impl FnMut(&RequestHead, &[u8]) -> Answer {
+    move |_, _| Answer::Returned(Response::text("x".repeat(len)))
+}
+
+/// The size on the wire of what `run` has a bench write to a stream that takes everything.
+fn on_the_wire(run: impl FnOnce(&mut Bench)) -> usize {
+    let mut whole = Bench::new();
+    run(&mut whole);
+    whole.io.out.len()
+}
+
+/// The first response's `size` bytes are all out, and what followed it waits a grace period
+/// of its own, from now.
+fn assert_a_meter_of_its_own(b: &Bench, then: &Action, size: usize, what: &str) {
+    assert_eq!(b.io.out.len(), size, "{what}");
+    assert_eq!(
+        shown(then),
+        wait(false, true, Some(b.now + RATE.grace)),
+        "{what}"
+    );
+}
+
+/// Heads whose answer the driver writes itself, and what it is.
+const ANSWERED_BY_THE_DRIVER: [(&[u8], &str); 2] = [
+    (
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+        "100 Continue",
+    ),
+    (
+        b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
+        "400",
+    ),
+];
 
 fn wait(read: bool, write: bool, until: Option<Instant>) -> String {
     format!("{:?}", (read, write, until))
@@ -304,12 +358,7 @@ fn a_response_its_client_takes_too_slowly_is_cut() {
 /// stalled reader: 95 KB, 396 s at 240 B/s). Progress in that period buys the next.
 #[test]
 fn at_an_output_deadline_what_the_socket_took_buys_one_grace_period() {
-    let mut b = Bench::new();
-    b.io.room = Some(0);
-    b.io.unacknowledged = Some(100);
-    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
-    let (_, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(100_000))));
-    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    let mut b = Bench::stalled(GET, |io| io.unacknowledged = Some(100), text_of(100_000));
     // The send buffer grows: 2,000 bytes taken, all of them still held, none of them credit.
     b.at(1);
     b.io.room = Some(2000);
@@ -341,42 +390,20 @@ fn at_an_output_deadline_what_the_socket_took_buys_one_grace_period() {
 /// credit the response earned (100 KB at 100 B/s: 1,000 s).
 #[test]
 fn output_after_a_large_response_starts_a_meter_of_its_own() {
-    let large = || Answer::Returned(Response::text("x".repeat(100_000)));
-    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-    // The response's size on the wire, from a stream that takes everything.
-    let mut whole = Bench::new();
-    whole.io.send(get);
-    whole.turn(|_, _| large());
-    let size = whole.io.out.len();
-    let next: [(&[u8], &str); 2] = [
-        (
-            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
-            "100 Continue",
-        ),
-        (
-            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
-            "400",
-        ),
-    ];
-    for (head, what) in next {
-        let mut b = Bench::new();
-        b.io.room = Some(0);
-        b.io.send(get);
-        let (_, first) = b.turn(|_, _| large());
-        assert_eq!(shown(&first), wait(false, true, Some(b.t0 + RATE.grace)));
+    let size = on_the_wire(|b| {
+        b.io.send(GET);
+        b.turn(text_of(100_000));
+    });
+    for (head, what) in ANSWERED_BY_THE_DRIVER {
+        let mut b = Bench::stalled(GET, |_| {}, text_of(100_000));
         // A second later the socket takes the whole response and is full again; the next head
         // has come, and what it is answered waits from now, with a grace period of its own.
         b.at(1);
         b.io.room = Some(size);
         b.io.send(head);
-        let (ran, then) = b.turn(|_, _| large());
+        let (ran, then) = b.turn(text_of(100_000));
         assert_eq!(ran, 0, "{what}");
-        assert_eq!(b.io.out.len(), size, "{what}");
-        assert_eq!(
-            shown(&then),
-            wait(false, true, Some(b.now + RATE.grace)),
-            "{what}"
-        );
+        assert_a_meter_of_its_own(&b, &then, size, what);
     }
 }
 
@@ -386,14 +413,9 @@ fn output_after_a_large_response_starts_a_meter_of_its_own() {
 /// credit (each answer once started the meter afresh, both ways wrong).
 #[test]
 fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
-    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     let small = |_: &RequestHead, _: &[u8]| Answer::Returned(Response::text("x".repeat(100)));
     // 10 bytes every 2 s: the deadline stays.at the end of the grace period.
-    let mut b = Bench::new();
-    b.io.room = Some(0);
-    b.io.send(&get.repeat(300));
-    let (_, next) = b.turn(small);
-    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    let mut b = Bench::stalled(&GET.repeat(300), |_| {}, small);
     b.at(4);
     b.io.room = Some(10);
     let (ran, next) = b.turn(small);
@@ -402,7 +424,7 @@ fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
     // 1,500 bytes in the first 4 s: 15 s of waiting earned, kept while more is answered.
     let mut b = Bench::new();
     b.io.room = Some(0);
-    b.io.send(&get.repeat(100));
+    b.io.send(&GET.repeat(100));
     b.turn(small);
     b.at(4);
     b.io.room = Some(1500);
@@ -420,17 +442,13 @@ fn a_pipelined_batch_is_one_transfer_until_all_of_it_is_out() {
 /// rate keeping its credit).
 #[test]
 fn a_pipelined_batch_over_a_transport_that_holds_output_is_one_transfer() {
-    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     let small = |_: &RequestHead, _: &[u8]| Answer::Returned(Response::text("x".repeat(100)));
     let holding = |requests: usize| {
-        let mut b = Bench::new();
-        b.io.room = Some(0);
-        b.io.holds = Some(64 << 10);
-        b.io.sent = Some(0);
-        b.io.send(&get.repeat(requests));
-        let (_, next) = b.turn(small);
-        assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
-        b
+        let holds = |io: &mut Scripted| {
+            io.holds = Some(64 << 10);
+            io.sent = Some(0);
+        };
+        Bench::stalled(&GET.repeat(requests), holds, small)
     };
     // 10 bytes every 2 s: the deadline stays.
     let mut b = holding(300);
@@ -482,40 +500,24 @@ fn a_slow_reader_with_a_partial_head_behind_is_cut_as_too_slow() {
 #[test]
 fn output_after_a_sized_streamed_body_starts_a_meter_of_its_own() {
     const LEN: usize = 60_000;
-    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     let sized = || {
         let body = std::io::Cursor::new(vec![b'x'; LEN]);
         Response::new(200).with_body(Body::sized_reader(body, LEN as u64))
     };
-    let mut whole = Bench::new();
-    whole.io.send(get);
-    whole.produce_all(sized);
-    let size = whole.io.out.len();
-    let next: [(&[u8], &str); 2] = [
-        (
-            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n",
-            "400",
-        ),
-        (
-            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
-            "100 Continue",
-        ),
-    ];
-    for (head, what) in next {
+    let size = on_the_wire(|b| {
+        b.io.send(GET);
+        b.produce_all(sized);
+    });
+    for (head, what) in ANSWERED_BY_THE_DRIVER {
         let mut b = Bench::new();
         b.io.room = Some(0);
-        b.io.send(&[&get[..], head].concat());
+        b.io.send(&[GET, head].concat());
         let first = b.produce_all(sized);
         assert_eq!(shown(&first), wait(false, true, Some(b.t0 + RATE.grace)));
         b.at(1);
         b.io.room = Some(size);
         let then = b.produce_all(sized);
-        assert_eq!(b.io.out.len(), size, "{what}");
-        assert_eq!(
-            shown(&then),
-            wait(false, true, Some(b.now + RATE.grace)),
-            "{what}"
-        );
+        assert_a_meter_of_its_own(&b, &then, size, what);
     }
 }
 
@@ -524,12 +526,10 @@ fn output_after_a_sized_streamed_body_starts_a_meter_of_its_own() {
 /// own, not on the credit the response earned.
 #[test]
 fn an_error_page_after_a_pipelined_response_starts_a_meter_of_its_own() {
-    let large = || Answer::Returned(Response::text("x".repeat(60_000)));
-    let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-    let mut whole = Bench::new();
-    whole.io.send(get);
-    whole.turn(|_, _| large());
-    let size = whole.io.out.len();
+    let size = on_the_wire(|b| {
+        b.io.send(GET);
+        b.turn(text_of(60_000));
+    });
     let posts: [&[u8]; 2] = [
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
         b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
@@ -538,13 +538,13 @@ fn an_error_page_after_a_pipelined_response_starts_a_meter_of_its_own() {
     for (post, (status, why)) in posts.into_iter().zip(refused) {
         let mut b = Bench::new();
         b.io.room = Some(0);
-        b.io.send(&[&get[..], post].concat());
-        b.turn(|_, _| large());
+        b.io.send(&[GET, post].concat());
+        b.turn(text_of(60_000));
         // A second later the response goes out whole (600 s of credit at 100 B/s) while the
         // POST's body is awaited.
         b.at(1);
         b.io.room = Some(size);
-        b.turn(|_, _| large());
+        b.turn(text_of(60_000));
         assert_eq!(b.io.out.len(), size);
         b.io.room = Some(0);
         match status {
@@ -557,7 +557,7 @@ fn an_error_page_after_a_pipelined_response_starts_a_meter_of_its_own() {
                 assert!(b.expire(), "{status} queued");
             }
         }
-        let (_, next) = b.turn(|_, _| large());
+        let (_, next) = b.turn(text_of(60_000));
         assert_eq!(
             shown(&next),
             wait(false, true, Some(b.now + RATE.grace)),
@@ -573,12 +573,7 @@ fn an_error_page_after_a_pipelined_response_starts_a_meter_of_its_own() {
 /// themselves said `WouldBlock`.
 #[test]
 fn a_response_credits_what_the_socket_took_from_its_first_wait_on() {
-    let mut b = Bench::new();
-    b.io.room = Some(0);
-    b.io.sent = Some(50_000);
-    b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
-    let (_, next) = b.turn(|_, _| Answer::Returned(Response::text("x".repeat(100_000))));
-    assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
+    let mut b = Bench::stalled(GET, |io| io.sent = Some(50_000), text_of(100_000));
     // 100 bytes a second later: within the grace period, whose end stays (50,100 bytes would
     // have earned 501 s).
     b.at(1);
@@ -652,33 +647,15 @@ fn at_shutdown_a_connection_idle_after_an_exchange_closes() {
     b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let (ran, next) = b.echo();
     assert_eq!(ran, 1);
-    assert!(
-        matches!(
-            next,
-            Action::Wait {
-                on: WaitFor::Input,
-                ..
-            }
-        ),
-        "{}",
-        shown(&next)
-    );
+    let waits_for_input =
+        |next: &Action| matches!(next, Action::Wait { on, .. } if *on == WaitFor::Input);
+    assert!(waits_for_input(&next), "{}", shown(&next));
     b.closing = true;
     assert_eq!(shown(&b.echo().1), "close");
     let mut fresh = Bench::new();
     fresh.closing = true;
     let (_, next) = fresh.echo();
-    assert!(
-        matches!(
-            next,
-            Action::Wait {
-                on: WaitFor::Input,
-                ..
-            }
-        ),
-        "{}",
-        shown(&next)
-    );
+    assert!(waits_for_input(&next), "{}", shown(&next));
 }
 
 #[test]
