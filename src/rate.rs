@@ -41,9 +41,10 @@ impl MinRate {
         }
     }
 
-    /// How long a transfer that moved `bytes` may have waited in all: `bytes` at the rate, and
-    /// at least the grace period. `None` when there is no minimum.
-    fn allowance(&self, bytes: u64) -> Option<Duration> {
+    /// How long a transfer that moved `bytes`, with `carried` already to its credit, may have
+    /// waited in all: `bytes` at the rate and the credit, and at least the grace period.
+    /// `None` when there is no minimum.
+    fn allowance(&self, bytes: u64, carried: Duration) -> Option<Duration> {
         let r = self.bytes_per_second;
         if r == 0 {
             return None;
@@ -52,7 +53,7 @@ impl MinRate {
         let at_rate = Duration::from_secs(bytes / r).saturating_add(Duration::from_nanos(
             u64::try_from(nanos).unwrap_or(u64::MAX),
         ));
-        Some(at_rate.max(self.grace))
+        Some(at_rate.saturating_add(carried).max(self.grace))
     }
 }
 
@@ -99,12 +100,13 @@ pub(crate) struct Progress {
     due: Option<Instant>,
 }
 
-/// What a transfer had taken and waited when the stretch the rate judges began: the rate
-/// applies from there, and credit earned before it is spent.
+/// What a transfer had taken and waited when the stretch the rate judges began, and the credit
+/// it brought from the stretch before: the rate applies from there.
 #[derive(Clone, Copy, Debug, Default)]
 struct Window {
     taken: u64,
     waited: Duration,
+    carried: Duration,
 }
 
 impl Progress {
@@ -123,11 +125,12 @@ impl Progress {
     /// The deadline of a wait that began at `since`, asked at `now` with `taken` bytes taken
     /// by the peer, and remembered. A deadline given that passed, with the transfer still
     /// above the rate (what the socket took meanwhile, seen only now: Linux reports a grown
-    /// send buffer writable once a third of it is free), starts a window: the credit earned
-    /// before it is spent, and the rate judges what follows on its own. A client that reads
-    /// nothing has its kernel take a receive buffer's worth after the output first waits (tens
-    /// of kilobytes: minutes of credit at the default rate); seen at a deadline, it buys one
-    /// grace period, not the minutes.
+    /// send buffer writable once a third of it is free), starts a window: the rate judges what
+    /// follows, with the credit left carried into it only up to twice the time waited in the
+    /// window that ended. A client that reads nothing has its kernel take a receive buffer's
+    /// worth after the output first waits (tens of kilobytes: minutes of credit at the default
+    /// rate); seen at a deadline it buys twice the grace period, not the minutes, and a client
+    /// that goes on reading earns windows twice as long each time.
     fn next_deadline(
         &mut self,
         rate: MinRate,
@@ -137,11 +140,15 @@ impl Progress {
     ) -> Option<Instant> {
         let mut until = self.until(rate, since, taken)?;
         if self.due.is_some_and(|due| now >= due) && until > now {
+            let waited = self
+                .waited
+                .saturating_add(now.saturating_duration_since(since));
+            let in_window = waited.saturating_sub(self.window.waited);
+            let left = until.saturating_duration_since(now);
             self.window = Window {
                 taken,
-                waited: self
-                    .waited
-                    .saturating_add(now.saturating_duration_since(since)),
+                waited,
+                carried: left.min(in_window.saturating_mul(2)),
             };
             until = self.until(rate, since, taken)?;
         }
@@ -150,10 +157,11 @@ impl Progress {
     }
 
     /// When the window falls below the rate if nothing moves, in a wait that began at
-    /// `since`: it may have waited in all what it took at the rate, at least the grace
-    /// period.
+    /// `since`: it may have waited in all what it took at the rate and the credit it carried,
+    /// at least the grace period.
     fn until(&self, rate: MinRate, since: Instant, taken: u64) -> Option<Instant> {
-        let allowance = rate.allowance(taken.saturating_sub(self.window.taken))?;
+        let moved = taken.saturating_sub(self.window.taken);
+        let allowance = rate.allowance(moved, self.window.carried)?;
         let left = allowance
             .saturating_add(self.window.waited)
             .saturating_sub(self.waited);
@@ -207,9 +215,9 @@ impl Meter {
             }
         };
         let mut done = done;
-        let until = done.next_deadline(rate, since, now, done.taken(held_now))?;
+        let until = done.next_deadline(rate, since, now, done.taken(held_now));
         *self = Meter::Waiting { rate, since, done };
-        Some(until)
+        until
     }
 
     /// The transfer is over (all of its output is out): the next one starts unhindered, at the
@@ -342,23 +350,26 @@ mod tests {
     }
 
     /// A deadline that passes with progress seen only then (what the socket took meanwhile,
-    /// without a writable event) buys one grace period, not the credit: the rate judges what
-    /// follows on its own. A wait that ended before its deadline has nothing to check.
+    /// without a writable event) buys at most twice the time waited in the window that ended,
+    /// not the credit: the rate judges what follows, and each window that keeps up with it
+    /// earns one twice as long. A wait that ended before its deadline has nothing to check.
     #[test]
-    fn a_deadline_that_passes_with_progress_buys_one_grace_period() {
+    fn a_deadline_that_passes_with_progress_opens_a_window() {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
         assert_eq!(m.deadline(t0, || None), Some(t0 + 5 * s));
         // 95 KB seen at the deadline (a stalled client's receive buffer filling): 396 s as
-        // credit; one grace period here.
+        // credit; 10 s here.
         m.moved(t0 + 5 * s, 95_000);
-        assert_eq!(m.deadline(t0 + 5 * s, || None), Some(t0 + 10 * s));
+        assert_eq!(m.deadline(t0 + 5 * s, || None), Some(t0 + 15 * s));
         // Nothing in it: its deadline stands, passed.
-        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 10 * s));
-        // 2,400 bytes in it (twice the rate's): the next grace period.
-        m.moved(t0 + 10 * s, 2400);
-        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 15 * s));
+        let mut stalled = m;
+        assert_eq!(stalled.deadline(t0 + 15 * s, || None), Some(t0 + 15 * s));
+        // 4,800 bytes in it (twice what the rate asks of 10 s): 20 s of credit left, the next
+        // window twice the last.
+        m.moved(t0 + 15 * s, 4800);
+        assert_eq!(m.deadline(t0 + 15 * s, || None), Some(t0 + 35 * s));
         // Progress before the deadline earns credit as ever.
         let mut m = Meter::new(Some(MinRate::default()));
         m.deadline(t0, || None);
@@ -367,6 +378,31 @@ mod tests {
             m.deadline(t0 + s, || None),
             deadline::after(t0, 95_000 * s / 240)
         );
+    }
+
+    /// A reader far above the rate whose progress comes in steps more than a grace period
+    /// apart (TCP reopening a shut window by 64 KiB: 8 KB/s, 34 times the default rate), each
+    /// seen only at the deadline after it (no writable event: a grown send buffer), is kept
+    /// (found by review: with one grace period a window it was cut at 10 s).
+    #[test]
+    fn a_reader_whose_progress_is_seen_only_at_deadlines_is_kept() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut m = Meter::new(Some(MinRate::default()));
+        let mut due = m.deadline(t0, || None).expect("a deadline");
+        let mut next_step = t0 + 3000 * ms;
+        while due < t0 + 120_000 * ms {
+            let now = due;
+            let mut seen = 0;
+            while next_step <= now {
+                seen += 64 << 10;
+                next_step += 8000 * ms;
+            }
+            m.moved(now, seen);
+            let next = m.deadline(now, || None).expect("a deadline");
+            assert!(next > now, "cut at {:?}", now - t0);
+            due = next;
+        }
     }
 
     #[test]

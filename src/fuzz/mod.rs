@@ -261,7 +261,7 @@ impl<'a> Run<'a> {
             return;
         }
         let mut cx = harness_cx!(self, false);
-        let answers = self.driver.expire(&mut cx);
+        let answers = self.driver.expire(&mut self.io, &mut cx);
         let refusals = self.tally.refusals.borrow().len();
         if answers {
             self.expect_error(408);

@@ -85,11 +85,11 @@ pub(crate) fn expire(
     counters: &Counters,
     now: Instant,
 ) -> Outcome {
-    let Some((_, driver, _)) = conn.http() else {
+    let Some((stream, driver, _)) = conn.http() else {
         return Outcome::Ready(conn);
     };
     let mut turn = Cx::new(&cx.rules, &mut cx.pools, counters, now, &mut cx.date, false);
-    match driver.expire(&mut turn) {
+    match driver.expire(stream, &mut turn) {
         true => drive(conn, cx, counters, now, false),
         false => Outcome::Close,
     }

@@ -282,11 +282,11 @@ fn wait_on_socket<H>(
         Ok(()) => true,
         Err(Interrupt::TimedOut) => {
             let counters = &shared.control.counters;
-            let Some((_, driver, _)) = conn.http() else {
+            let Some((stream, driver, _)) = conn.http() else {
                 return false;
             };
             let mut cx = Cx::new(&shared.rules, pools, counters, Instant::now(), date, false);
-            driver.expire(&mut cx)
+            driver.expire(stream, &mut cx)
         }
         // A fresh connection is driven again, its wait now shortened for the shutdown.
         Err(Interrupt::Cancelled) => fresh,

@@ -381,9 +381,10 @@ impl Driver {
 
     /// The deadline the engine waited for passed. A request under way is answered `408` and
     /// its close lingers (true: drive it to write that); output that waited is written again
-    /// and its client cut if it is still below the minimum rate (true: drive it); a connection
-    /// with nothing of a next request, or a lingering close that ran its time, closes (false).
-    pub(crate) fn expire(&mut self, cx: &mut Cx<'_>) -> bool {
+    /// and goes on (true: drive it) unless its client is still below the minimum rate; a
+    /// connection with nothing of a next request, or a lingering close that ran its time,
+    /// closes (false).
+    pub(crate) fn expire<T: Io + ?Sized>(&mut self, io: &mut T, cx: &mut Cx<'_>) -> bool {
         let late = match &self.phase {
             Phase::Idle => Late::Idle,
             Phase::Partial(_) => Late::Head,
@@ -394,9 +395,9 @@ impl Driver {
             // Output waited past the minimum rate's deadline, going by what the engine saw:
             // the socket may have taken more since without saying so (Linux reports a grown
             // send buffer writable only once a third of it is free: seconds at a rate far above
-            // the minimum). The turn writes what it takes and asks the meter again; a client
-            // still too slow is cut there.
-            Phase::Busy(_) => return true,
+            // the minimum). What it takes now is written and the meter asked again, before
+            // another request of the client's runs.
+            Phase::Busy(_) => return !matches!(self.flush(io, cx), Some(Action::Close)),
             Phase::Linger(_) | Phase::Over => {
                 self.close(cx.pools);
                 return false;

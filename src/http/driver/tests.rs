@@ -91,7 +91,7 @@ impl Bench {
 
     fn expire(&mut self) -> bool {
         let mut cx = harness_cx!(self, false);
-        self.driver.expire(&mut cx)
+        self.driver.expire(&mut self.io, &mut cx)
     }
 
     /// The deadline the driver waited for passed: it is asked, and driven when it says so, as
@@ -352,12 +352,13 @@ fn a_response_its_client_takes_too_slowly_is_cut() {
 /// At a response's output deadline the socket is written again and asked what its peer took:
 /// Linux reports a grown send buffer writable only once a third of it is free, so a client
 /// reading far above the rate could go a grace period with no writable event (tests/rates.rs:
-/// 16 MB read at 100 KB/s, cut at the grace period before). What it took buys one more grace
-/// period, not the credit it would earn as a writable event: a client that reads nothing has
-/// its kernel take a receive buffer's worth after the output first waits (tests/rates.rs's
-/// stalled reader: 95 KB, 396 s at 240 B/s). Progress in that period buys the next.
+/// 16 MB read at 100 KB/s, cut at the grace period before). What it took opens a window, with
+/// the credit left carried into it only up to twice the time the last one waited: a client
+/// that reads nothing has its kernel take a receive buffer's worth after the output first
+/// waits (tests/rates.rs's stalled reader: 95 KB, 396 s at 240 B/s). Each window is judged by
+/// the progress in it.
 #[test]
-fn at_an_output_deadline_what_the_socket_took_buys_one_grace_period() {
+fn at_an_output_deadline_what_the_socket_took_opens_a_window() {
     let mut b = Bench::stalled(GET, |io| io.unacknowledged = Some(100), text_of(100_000));
     // The send buffer grows: 2,000 bytes taken, all of them still held, none of them credit.
     b.at(1);
@@ -365,23 +366,40 @@ fn at_an_output_deadline_what_the_socket_took_buys_one_grace_period() {
     b.io.unacknowledged = Some(2100);
     let (_, next) = b.echo();
     assert_eq!(shown(&next), wait(false, true, Some(b.t0 + RATE.grace)));
-    // 1,000 of them acknowledged (ten seconds' worth) with no writable event, and the
-    // socket takes 3,000 more at the deadline (held): one more grace period.
+    // 1,000 of them acknowledged (10 s at the rate) with no writable event, and the socket
+    // takes 3,000 more at the deadline (held): 5 s of credit left, carried into a window.
     b.at(5);
     b.io.room = Some(3000);
     b.io.unacknowledged = Some(4100);
     let next = b.expire_and_drive();
     assert_eq!(next, wait(false, true, Some(b.now + RATE.grace)));
-    // 600 acknowledged in it (the rate asks 500), 600 more taken: the next.
+    // 600 acknowledged in it (6 s), 600 more taken: 6 s left, carried into the next.
     b.at(10);
     b.io.room = Some(600);
     let next = b.expire_and_drive();
-    assert_eq!(next, wait(false, true, Some(b.now + RATE.grace)));
+    let six = Duration::from_secs(6);
+    assert_eq!(next, wait(false, true, Some(b.now + six)));
     assert!(b.refusals().is_empty());
-    // 400 in the next: cut.
-    b.at(15);
-    b.io.room = Some(400);
+    // Nothing in that one: cut at its end.
+    b.at(16);
     assert_eq!(b.expire_and_drive(), "close");
+    assert_eq!(b.refusals(), [Refusal::TooSlow]);
+}
+
+/// A client that pipelines and reads nothing is cut at its output's deadline before another of
+/// its requests runs (found by review: the deadline's turn ran a turn's budget of them first,
+/// 64 handlers, then cut it).
+#[test]
+fn a_pipelining_client_too_slow_is_cut_at_its_deadline_before_more_requests_run() {
+    let mut b = Bench::stalled(&GET.repeat(300), |_| {}, text_of(10));
+    let read = b.tally.requests.borrow().len();
+    b.at(5);
+    assert_eq!(b.expire_and_drive(), "close");
+    assert_eq!(
+        b.tally.requests.borrow().len(),
+        read,
+        "requests read after the deadline"
+    );
     assert_eq!(b.refusals(), [Refusal::TooSlow]);
 }
 

@@ -155,9 +155,10 @@ impl Connection {
     ) -> bool {
         match &mut self.phase {
             Phase::Session(_) => true,
-            Phase::Http(driver) => driver.expire(&mut driver::Cx::new(
-                rules, pools, counters, now, date, false,
-            )),
+            Phase::Http(driver) => driver.expire(
+                self.socket.get_mut(),
+                &mut driver::Cx::new(rules, pools, counters, now, date, false),
+            ),
             Phase::Detaching { .. } => false,
         }
     }
