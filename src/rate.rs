@@ -363,9 +363,14 @@ mod tests {
         // credit; 10 s here.
         m.moved(t0 + 5 * s, 95_000);
         assert_eq!(m.deadline(t0 + 5 * s, || None), Some(t0 + 15 * s));
-        // Nothing in it: its deadline stands, passed.
+        // Nothing in it: its deadline stands, passed (whatever credit was left over the carry).
         let mut stalled = m;
         assert_eq!(stalled.deadline(t0 + 15 * s, || None), Some(t0 + 15 * s));
+        // Less than the rate asks (1,199 bytes in 5 s) seen at the first deadline: it stands.
+        let mut slow = Meter::new(Some(MinRate::default()));
+        slow.deadline(t0, || None);
+        slow.moved(t0 + 5 * s, 1199);
+        assert_eq!(slow.deadline(t0 + 5 * s, || None), Some(t0 + 5 * s));
         // 4,800 bytes in it (twice what the rate asks of 10 s): 20 s of credit left, the next
         // window twice the last.
         m.moved(t0 + 15 * s, 4800);

@@ -397,7 +397,17 @@ impl Driver {
             // send buffer writable only once a third of it is free: seconds at a rate far above
             // the minimum). What it takes now is written and the meter asked again, before
             // another request of the client's runs.
-            Phase::Busy(_) => return !matches!(self.flush(io, cx), Some(Action::Close)),
+            Phase::Busy(_) => {
+                return match self.flush(io, cx) {
+                    // Cut as too slow, or the stream failed: closed here, as a drive's close
+                    // would be (its buffers back, a streamed body logged with what was sent).
+                    Some(Action::Close) => {
+                        self.close(cx.pools);
+                        false
+                    }
+                    _ => true,
+                };
+            }
             Phase::Linger(_) | Phase::Over => {
                 self.close(cx.pools);
                 return false;

@@ -57,6 +57,8 @@ pub(crate) struct Scripted {
     pub(crate) holds: Option<usize>,
     /// Output taken and held, not yet in the socket.
     pub(crate) held: Vec<u8>,
+    /// The peer reset the connection: writes and flushes fail.
+    pub(crate) reset: bool,
 }
 
 impl Scripted {
@@ -108,6 +110,9 @@ impl Read for Scripted {
 
 impl Write for Scripted {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.reset {
+            return Err(ErrorKind::ConnectionReset.into());
+        }
         assert!(!self.shut, "written after the write side was shut");
         assert!(!self.aborted, "written after the exchange was aborted");
         if let Some(holds) = self.holds {
@@ -130,6 +135,9 @@ impl Write for Scripted {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if self.reset {
+            return Err(ErrorKind::ConnectionReset.into());
+        }
         self.push_held();
         match self.held.is_empty() {
             true => Ok(()),

@@ -386,6 +386,22 @@ fn at_an_output_deadline_what_the_socket_took_opens_a_window() {
     assert_eq!(b.refusals(), [Refusal::TooSlow]);
 }
 
+/// A stream that fails as its output's deadline is checked closes the driver there: its buffers
+/// go back and an exchange cut off is logged (found by review: the driver was left busy, and
+/// the server engine dropped it so).
+#[test]
+fn a_stream_that_fails_at_the_output_deadline_closes_the_driver() {
+    let mut b = Bench::stalled(GET, |_| {}, text_of(100_000));
+    b.at(5);
+    b.io.reset = true;
+    assert!(!b.expire(), "closed");
+    assert!(
+        matches!(b.driver.phase, Phase::Over),
+        "{:?}",
+        b.driver.stage()
+    );
+}
+
 /// A client that pipelines and reads nothing is cut at its output's deadline before another of
 /// its requests runs (found by review: the deadline's turn ran a turn's budget of them first,
 /// 64 handlers, then cut it).
