@@ -184,8 +184,8 @@ impl Meter {
     /// what its socket holds that the peer has not acknowledged, where the transport knows
     /// (bytes the kernel took into a grown send buffer are not the peer's progress); asked
     /// only when there is a rate (it may be a system call). Asked again once the deadline
-    /// passed, with what moved since, it starts a window of one grace period if the transfer
-    /// is still above the rate ([`Progress::next_deadline`]).
+    /// passed, with what moved since, it starts a window if the transfer is still above the
+    /// rate ([`Progress::next_deadline`]).
     pub(crate) fn deadline(
         &mut self,
         now: Instant,
