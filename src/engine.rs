@@ -30,7 +30,7 @@ pub(crate) struct Control {
     pub(crate) open: AtomicUsize,
     /// Threads started for single connections (WebSockets on the server engine, upgraded
     /// connections): shutdown waits for them too.
-    detached: AtomicUsize,
+    detached: Detached,
     /// Pollers of those threads, notified when shutdown begins.
     watchers: Mutex<Slab<Arc<dyn Wake>>>,
     /// The engine's own threads alive (workers, loops, pool, parker, acceptor).
@@ -59,7 +59,7 @@ impl Control {
         Control {
             shutting_down: AtomicBool::new(false),
             open: AtomicUsize::new(0),
-            detached: AtomicUsize::new(0),
+            detached: Detached::default(),
             watchers: Mutex::new(Slab::new()),
             threads: AtomicUsize::new(0),
             counters: Counters::new(loops, Budget::new(budget)),
@@ -159,7 +159,7 @@ impl Control {
         name: &str,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), Error> {
-        self.detached.fetch_add(1, Ordering::AcqRel);
+        self.detached.enter();
         let guard = DetachedGuard(self.clone());
         spawn(name, move || {
             let _guard = guard;
@@ -169,7 +169,60 @@ impl Control {
     }
 
     fn detached_threads(&self) -> usize {
-        self.detached.load(Ordering::Acquire)
+        self.detached.running()
+    }
+}
+
+/// The threads started for single connections that are still running, and the signal that the
+/// last one ended: shutdown and [`Running::wait`] wait on it.
+#[derive(Debug, Default)]
+struct Detached {
+    running: Mutex<usize>,
+    none_left: Condvar,
+}
+
+impl Detached {
+    fn count(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn enter(&self) {
+        *self.count() += 1;
+    }
+
+    fn leave(&self) {
+        let mut running = self.count();
+        *running = running.saturating_sub(1);
+        if *running == 0 {
+            self.none_left.notify_all();
+        }
+    }
+
+    fn running(&self) -> usize {
+        *self.count()
+    }
+
+    /// Waits until none is running or `deadline` passes (never, with `None`): whether none is.
+    fn wait_for_none(&self, deadline: Option<Instant>) -> bool {
+        let mut running = self.count();
+        while *running > 0 {
+            running = match deadline {
+                None => self
+                    .none_left
+                    .wait(running)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let Some(left) = d.checked_duration_since(Instant::now()) else {
+                        return false;
+                    };
+                    self.none_left
+                        .wait_timeout(running, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        true
     }
 }
 
@@ -187,7 +240,7 @@ struct DetachedGuard(Arc<Control>);
 
 impl Drop for DetachedGuard {
     fn drop(&mut self) {
-        self.0.detached.fetch_sub(1, Ordering::AcqRel);
+        self.0.detached.leave();
     }
 }
 
@@ -389,10 +442,13 @@ impl Running {
         self.handle.control.listener_fds()
     }
 
+    /// Joins every thread the engine started, those of single connections too (a session on a
+    /// thread of its own ends at shutdown; an upgraded connection when its callback returns).
     pub(crate) fn wait(self) {
         for t in self.threads {
             let _ = t.join();
         }
+        self.handle.control.detached.wait_for_none(None);
     }
 
     pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
@@ -400,13 +456,11 @@ impl Running {
         self.handle.shutdown();
         join_within(self.threads, grace)?;
         // Connection threads (WebSockets closing with 1001) finish on their own.
-        while self.handle.control.detached_threads() > 0 {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::new(ErrorKind::ShutdownTimedOut));
-            }
-            thread::sleep(Duration::from_millis(5));
+        if self.handle.control.detached.wait_for_none(deadline) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::ShutdownTimedOut))
         }
-        Ok(())
     }
 
     pub(crate) fn open_connections(&self) -> usize {

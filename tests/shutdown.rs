@@ -2,11 +2,16 @@
 //! Shutdown begins only once the requests it must finish are in their handlers (a channel from
 //! the handler says so), not after a sleep.
 mod support;
-use std::sync::Mutex;
+use std::net::TcpStream;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{Client, Config, Engine, app, start_with};
+use support::{
+    Client, Config, Engine, TestServer, app, connect, read_head, send, start, start_with,
+};
+use tungstenite::protocol::frame::coding::CloseCode;
+use twinhttp::ws::{CloseFrame, RequestExt, WsHandler, WsMessage, WsSender};
 use twinhttp::{Request, Response};
 
 /// The test app, telling `entered` each time a handler for `/echo` or `/sleep` starts.
@@ -365,7 +370,136 @@ fn on_the_reactor_pool_clients_part_way_through_a_head_at_shutdown_hold_no_worke
     clients_part_way_through_a_head_at_shutdown_hold_no_worker(Engine::ReactorPool);
 }
 
+/// What happened, in the order it happened, from the threads that did it.
+type Order = Arc<Mutex<Vec<&'static str>>>;
+
+fn note(order: &Order, what: &'static str) {
+    order.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+}
+
+/// Begins `srv`'s shutdown and calls its `wait` on a thread of its own, which notes when `wait`
+/// returned; the receiver hears of it too.
+fn shut_down_and_wait(
+    srv: TestServer,
+    order: &Order,
+) -> (Receiver<()>, std::thread::JoinHandle<()>) {
+    let handle = srv.shutdown_handle();
+    let (returned, waited) = channel();
+    let order = order.clone();
+    let waiter = std::thread::spawn(move || {
+        srv.wait();
+        note(&order, "wait returned");
+        let _ = returned.send(());
+    });
+    handle.shutdown();
+    (waited, waiter)
+}
+
+/// How long `wait` is given to return too early (it returned at once, before the change that
+/// made it wait for connection threads).
+const TOO_EARLY: Duration = Duration::from_millis(500);
+
+/// `wait` returns once every thread the engine started has ended, those of connections that
+/// left it too: an upgraded connection's callback still running holds it. (It joined only the
+/// engine's own threads: a program that exits when `wait` returns cut such callbacks off.)
+fn wait_returns_after_an_upgraded_connections_callback(engine: Engine) {
+    let (upgraded, running) = channel::<()>();
+    let (release, released) = channel::<()>();
+    let once = Mutex::new(Some((upgraded, released)));
+    let order = Order::default();
+    let noted = order.clone();
+    let srv = start(engine, move |_: &mut Request<'_>| {
+        let taken = once.lock().ok().and_then(|mut o| o.take());
+        let Some((upgraded, released)) = taken else {
+            return Response::new(404);
+        };
+        let noted = noted.clone();
+        Response::upgrade("x-hold", move |_up| {
+            let _ = upgraded.send(());
+            let _ = released.recv();
+            note(&noted, "callback returned");
+        })
+    });
+    let mut c = connect(srv.addr);
+    send(
+        &mut c,
+        b"GET / HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-hold\r\n\r\n",
+    );
+    assert!(read_head(&mut c).starts_with("HTTP/1.1 101 "));
+    running
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback runs");
+    let (waited, waiter) = shut_down_and_wait(srv, &order);
+    assert!(
+        waited.recv_timeout(TOO_EARLY).is_err(),
+        "wait returned while a callback ran"
+    );
+    release
+        .send(())
+        .expect("the callback waits for its release");
+    waited
+        .recv_timeout(Duration::from_secs(10))
+        .expect("wait returns once the callback returned");
+    waiter.join().expect("waiter");
+    assert_eq!(
+        *order.lock().unwrap_or_else(|e| e.into_inner()),
+        ["callback returned", "wait returned"]
+    );
+}
+
+/// A WebSocket that notes when its `on_close` ran.
+struct Closing(Order);
+
+impl WsHandler for Closing {
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {}
+
+    fn on_close(&mut self, _: Option<CloseFrame>) {
+        note(&self.0, "on_close ran");
+    }
+}
+
+/// And a WebSocket's: `wait` returns after its closing handshake and its `on_close` (with
+/// parking off the server engine runs it on a thread of its own, whose end `wait` did not wait
+/// for).
+fn wait_returns_after_a_websockets_closing_handshake(engine: Engine) {
+    let order = Order::default();
+    let noted = order.clone();
+    let srv = start(engine, move |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept(Closing(noted.clone())),
+            Err(refusal) => refusal,
+        }
+    });
+    let (mut ws, _) = tungstenite::client::client(
+        format!("ws://{}/ws", srv.addr),
+        TcpStream::connect(srv.addr).expect("connect"),
+    )
+    .expect("handshake");
+    let (waited, waiter) = shut_down_and_wait(srv, &order);
+    // The client answers the server's close only after the wait was given its chance.
+    assert!(
+        waited.recv_timeout(TOO_EARLY).is_err(),
+        "wait returned before the WebSocket's closing handshake"
+    );
+    match ws.read() {
+        Ok(tungstenite::Message::Close(Some(f))) => assert_eq!(f.code, CloseCode::Away),
+        other => panic!("expected a 1001, got {other:?}"),
+    }
+    // The reply to the close goes out; the server then closes the connection.
+    while ws.read().is_ok() {}
+    waited
+        .recv_timeout(Duration::from_secs(10))
+        .expect("wait returns once the WebSocket closed");
+    waiter.join().expect("waiter");
+    assert_eq!(
+        *order.lock().unwrap_or_else(|e| e.into_inner()),
+        ["on_close ran", "wait returned"]
+    );
+}
+
 engine_tests!(
+    wait_returns_after_an_upgraded_connections_callback,
+    wait_returns_after_a_websockets_closing_handshake,
     a_fresh_connection_gets_a_moment_for_its_first_request,
     in_flight_finish_idle_close,
     shutdown_under_load,

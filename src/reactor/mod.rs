@@ -417,7 +417,9 @@ impl Reactor {
     }
 
     /// Blocks until the reactor is shut down through a [`ShutdownHandle`], then joins its
-    /// threads.
+    /// threads, and waits for the threads of connections that left it (an upgraded connection's
+    /// callback, [`Response::upgrade`](crate::Response::upgrade), ends when it returns: the
+    /// shutdown does not interrupt it).
     pub fn wait(self) {
         self.0.wait()
     }

@@ -410,7 +410,10 @@ impl Server {
     }
 
     /// Blocks until the server is shut down through a [`ShutdownHandle`], then joins its
-    /// threads (waiting for in-flight requests).
+    /// threads (waiting for in-flight requests), those of WebSockets and event streams on
+    /// threads of their own (closed at shutdown) and of upgraded connections (an upgraded
+    /// connection's callback, [`Response::upgrade`](crate::Response::upgrade), ends when it
+    /// returns: the shutdown does not interrupt it).
     pub fn wait(self) {
         self.0.wait()
     }

@@ -161,6 +161,17 @@ impl TestServer {
         }
     }
 
+    /// Blocks until the shutdown a [`shutdown_handle`](Self::shutdown_handle) began is done,
+    /// every thread joined (the engine's `wait`).
+    pub fn wait(mut self) {
+        match self.running.take() {
+            #[cfg(feature = "server")]
+            Some(Running::Server(s)) => s.wait(),
+            Some(Running::Reactor(r)) => r.wait(),
+            None => {}
+        }
+    }
+
     /// A handle that begins the shutdown from any thread.
     pub fn shutdown_handle(&self) -> twinhttp::ShutdownHandle {
         match &self.running {
