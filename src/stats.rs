@@ -83,8 +83,8 @@ impl crate::http::driver::Tally for Counters {
     fn refused(&self, why: Refusal) {
         Counters::refused(self, why);
     }
-    fn panicked(&self) {
-        Counters::panicked(self);
+    fn panics(&self) -> &Panics {
+        Counters::panics(self)
     }
 }
 
@@ -130,7 +130,7 @@ struct Slot {
 }
 
 /// Handler panics: a handle for handler code that runs outside a request, on whichever thread
-/// (a WebSocket's callbacks), to count its own.
+/// (a WebSocket's callbacks, a streamed body's pieces and its `Drop`), to count its own.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Panics(Arc<AtomicU64>);
 
@@ -138,6 +138,11 @@ impl Panics {
     /// A handler panicked.
     pub(crate) fn count(&self) {
         self.0.fetch_add(1, Relaxed);
+    }
+
+    /// The panics counted so far.
+    pub(crate) fn counted(&self) -> u64 {
+        self.0.load(Relaxed)
     }
 }
 
@@ -340,7 +345,7 @@ impl Counters {
             parked: self.parked.load(Relaxed),
             per_loop: self.loops.iter().map(|l| l.load(Relaxed) as u64).collect(),
             refused,
-            panics: self.panics.0.load(Relaxed),
+            panics: self.panics.counted(),
             blocking_handlers: self.blocking_handlers.load(Relaxed),
             threads: threads as u64,
             memory_held: self.budget.held() as u64,

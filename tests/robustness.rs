@@ -125,6 +125,7 @@ impl Drop for PanicsWhenDropped {
 /// A client that leaves while such a body streams to it: the connection's end drops the body
 /// on whichever thread drove it (the thread-pool server's parker, an event loop), and the panic
 /// costs that connection only: a keep-alive client parked meanwhile and a new one are served.
+/// The panic is counted with the handlers' (it was only logged).
 fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
@@ -155,17 +156,19 @@ fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    srv.stats_until("the panic counted", |st| st.panics == 1);
     assert_eq!(parked.roundtrip(GET).status, 200, "the parked client");
     assert_eq!(
         Client::new(srv.addr).roundtrip(GET).status,
         200,
         "a new one"
     );
+    assert_eq!(srv.stats().panics, 1);
 }
 
 /// A `HEAD` answered with such a body never reads it: it is dropped after the head is written,
 /// where the handler ran. With one worker (one loop inline), a panic there that killed the
-/// thread would leave the next request unanswered.
+/// thread would leave the next request unanswered. Each panic is counted.
 fn a_head_response_body_that_panics_when_dropped_costs_nothing(engine: Engine) {
     use twinhttp::{Body, Request, Response};
     let srv = start_with(
@@ -188,6 +191,7 @@ fn a_head_response_body_that_panics_when_dropped_costs_nothing(engine: Engine) {
         assert_eq!(r.status, 200);
         assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
     }
+    assert_eq!(srv.stats().panics, 3);
 }
 
 /// A response body whose read panics after its first pieces: the response is cut (no last

@@ -71,6 +71,9 @@ pub(crate) enum After {
     /// session at shutdown): an error response was written instead, and the connection closes.
     /// The engine counts the refusal.
     Refused(Refusal),
+    /// A body that is never sent (HEAD, 304), to drop where handler code may run: a handler's
+    /// reader or iterator goes unread. The response is complete.
+    Unsent(BodyKind),
     /// A streamed body, to write through its encoder as the socket takes it.
     Stream(Encoder, BodyKind),
     /// Once the head is out, a session takes the connection over (an event stream after its
@@ -369,8 +372,8 @@ impl Conn {
             BodyKind::Bytes(b) => self.write_full_body(&mut encoder, &b, out),
             // Never sent (HEAD, 304): a handler's reader or iterator goes unread.
             kind if encoder == Encoder::Skip => {
-                crate::http::stream::drop_caught(kind);
-                0
+                self.access.done(0);
+                return After::Unsent(kind);
             }
             BodyKind::Session(takeover) => {
                 self.access.done(0);

@@ -8,6 +8,7 @@ use std::io::{ErrorKind, Read};
 
 use crate::http::conn::Encoder;
 use crate::http::response::BodyKind;
+use crate::stats::Panics;
 
 /// Bytes of a streamed response body produced per step.
 pub(crate) const STREAM_PIECE: usize = 16 * 1024;
@@ -18,11 +19,13 @@ pub(crate) struct Streaming {
     body: BodyKind,
     /// Body bytes produced so far (the access log's count).
     sent: u64,
+    /// Where a panic in the body's pieces or its `Drop` (handler code) is counted.
+    panics: Panics,
 }
 
 impl Streaming {
-    /// A body to stream through `encoder`.
-    pub(crate) fn new(encoder: Encoder, body: BodyKind) -> Self {
+    /// A body to stream through `encoder`; its panics are counted in `panics`.
+    pub(crate) fn new(encoder: Encoder, body: BodyKind, panics: Panics) -> Self {
         let body = match (body, encoder) {
             // A file keeps its own path only with its length framing it.
             (BodyKind::File(file, len), Encoder::Length { .. }) => BodyKind::File(file, len),
@@ -33,6 +36,7 @@ impl Streaming {
             encoder,
             body,
             sent: 0,
+            panics,
         }
     }
 
@@ -116,8 +120,8 @@ impl Produced {
 impl Streaming {
     /// [`produce_piece`](Self::produce_piece) on a worker: the body comes back if it goes on,
     /// and is dropped here once it ended.
-    pub(crate) fn produce_away(mut self, out: &mut Vec<u8>, panicked: impl FnOnce()) -> Produced {
-        match self.produce_piece(out, panicked) {
+    pub(crate) fn produce_away(mut self, out: &mut Vec<u8>) -> Produced {
+        match self.produce_piece(out) {
             Piece::More => Produced::More(self),
             Piece::Ended { complete } => Produced::Ended {
                 sent: self.sent,
@@ -126,16 +130,16 @@ impl Streaming {
         }
     }
 
-    /// [`produce`](Self::produce) with a body that panics taken as one that failed (and
-    /// `panicked` called, to count it): the body is handler code, run on whichever thread may
-    /// run it (an event loop with inline dispatch, a worker otherwise).
-    pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>, panicked: impl FnOnce()) -> Piece {
+    /// [`produce`](Self::produce) with a body that panics taken as one that failed (and the
+    /// panic counted): the body is handler code, run on whichever thread may run it (an event
+    /// loop with inline dispatch, a worker otherwise).
+    pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>) -> Piece {
         let produced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.produce(out)));
         match produced {
             Ok(None) => Piece::More,
             Ok(Some(complete)) => Piece::Ended { complete },
             Err(_) => {
-                panicked();
+                self.panics.count();
                 log::error!("response body panicked; closing the connection");
                 Piece::Ended { complete: false }
             }
@@ -145,22 +149,24 @@ impl Streaming {
 
 /// A body that ends here (produced to its end, or the connection closed under it) is dropped
 /// where its connection was driven: a handler's reader or iterator, whose `Drop` is handler
-/// code, is dropped with a panic in it caught, as its pieces are (logged; the thread that
-/// drives the connection goes on). A file is the core's: closed as it is.
+/// code, is dropped with a panic in it caught, as its pieces are (logged and counted; the
+/// thread that drives the connection goes on). A file is the core's: closed as it is.
 impl Drop for Streaming {
     fn drop(&mut self) {
         if !self.runs_handler_code() {
             return;
         }
-        drop_caught(std::mem::replace(&mut self.body, BodyKind::Static(b"")));
+        let body = std::mem::replace(&mut self.body, BodyKind::Static(b""));
+        drop_caught(body, &self.panics);
     }
 }
 
 /// Drops a response body that may hold handler code (a reader, an iterator) with a panic in
-/// its `Drop` caught and logged: the thread that drops it goes on.
-pub(crate) fn drop_caught(body: BodyKind) {
+/// its `Drop` caught, logged and counted in `panics`: the thread that drops it goes on.
+pub(crate) fn drop_caught(body: BodyKind, panics: &Panics) {
     let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body)));
     if dropped.is_err() {
+        panics.count();
         log::error!("response body panicked when dropped");
     }
 }
@@ -212,14 +218,16 @@ mod tests {
     fn chunked_sized_and_short_bodies() {
         let chunks = Body::chunks(vec![b"ab".to_vec(), b"c".to_vec()].into_iter()).kind;
         assert_eq!(
-            all(Streaming::new(Encoder::Chunked, chunks)),
+            all(Streaming::new(Encoder::Chunked, chunks, Panics::default())),
             (b"2\r\nab\r\n1\r\nc\r\n0\r\n\r\n".to_vec(), true)
         );
         let sized = Body::sized_reader(&b"0123456789"[..], 4).kind;
         let enc = Encoder::Length { remaining: 4 };
-        assert_eq!(all(Streaming::new(enc, sized)), (b"0123".to_vec(), true));
+        let st = Streaming::new(enc, sized, Panics::default());
+        assert_eq!(all(st), (b"0123".to_vec(), true));
         let short = Body::sized_reader(&b"01"[..], 4).kind;
         let enc = Encoder::Length { remaining: 4 };
-        assert_eq!(all(Streaming::new(enc, short)), (b"01".to_vec(), false));
+        let st = Streaming::new(enc, short, Panics::default());
+        assert_eq!(all(st), (b"01".to_vec(), false));
     }
 }

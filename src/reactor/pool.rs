@@ -124,7 +124,7 @@ pub(crate) fn run<H: Handler>(
                 streaming,
                 mut out,
             } => {
-                let produced = streaming.produce_away(&mut out, || counters.panicked());
+                let produced = streaming.produce_away(&mut out);
                 reply.push(Done::Produced {
                     key,
                     id,

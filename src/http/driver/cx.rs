@@ -13,6 +13,7 @@ use crate::http::refusal::Refusal;
 use crate::http::request_head::RequestHead;
 use crate::http::stream::Streaming;
 use crate::limits::Limits;
+use crate::stats::Panics;
 use crate::transport::Transport;
 
 /// Requests answered per turn before other connections get theirs.
@@ -128,8 +129,8 @@ pub(crate) trait Tally {
     fn request(&self, head: &RequestHead);
     /// A request or connection was refused, for this reason.
     fn refused(&self, why: Refusal);
-    /// Handler code the driver ran (a streamed body's piece) panicked.
-    fn panicked(&self);
+    /// Where handler code the driver runs or drops (a streamed body) counts its panics.
+    fn panics(&self) -> &Panics;
 }
 
 /// What one step of the driver is given: the rules, the engine's buffers and counters, the

@@ -368,9 +368,11 @@ impl Driver {
         match after {
             After::Done => {}
             After::Refused(why) => cx.tally.refused(why),
+            After::Unsent(body) => crate::http::stream::drop_caught(body, cx.tally.panics()),
             // A file is read in pieces, like any sized reader.
             After::Stream(encoder, body) => {
-                busy.at = Exchange::Streaming(Streaming::new(encoder, body));
+                let panics = cx.tally.panics().clone();
+                busy.at = Exchange::Streaming(Streaming::new(encoder, body, panics));
             }
             After::Session(encoder, takeover) => {
                 busy.at = Exchange::Switching(Switch::Session(encoder, takeover));

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::busy::{Exchange, Switch};
-use super::{Action, Cx, Driver, Handover, Io, Phase, Tally, WaitFor};
+use super::{Action, Cx, Driver, Handover, Io, Phase, WaitFor};
 use crate::http::conn::{Close, State};
 use crate::http::linger::{Drained, Linger};
 use crate::http::refusal::Refusal;
@@ -57,7 +57,7 @@ impl Driver {
                 return Some(Action::Produce);
             }
         }
-        if self.stream_step(cx.tally) {
+        if self.stream_step() {
             return None;
         }
         Some(self.hold(io, cx))
@@ -108,14 +108,14 @@ impl Driver {
 
     /// Produces the next piece of a streamed body into the (empty) output; true when it did
     /// something, so the caller flushes and comes back. A body that panics cuts the response.
-    fn stream_step(&mut self, tally: &dyn Tally) -> bool {
+    fn stream_step(&mut self) -> bool {
         let Phase::Busy(busy) = &mut self.phase else {
             return false;
         };
         let Exchange::Streaming(st) = &mut busy.at else {
             return false;
         };
-        if let Piece::Ended { complete } = st.produce_piece(&mut busy.out, || tally.panicked()) {
+        if let Piece::Ended { complete } = st.produce_piece(&mut busy.out) {
             let sent = st.sent();
             self.stream_ended(sent, complete);
         }
@@ -127,7 +127,7 @@ impl Driver {
     /// engine's, read once the piece is made (not before the turn's time): the turn goes on
     /// from it (a slow piece does not eat the write's time).
     pub(crate) fn produce(&mut self, cx: &mut Cx<'_>, clock: impl FnOnce() -> Instant) {
-        self.stream_step(cx.tally);
+        self.stream_step();
         cx.now = clock();
     }
 

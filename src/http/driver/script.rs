@@ -10,6 +10,7 @@ use super::{Io, Tally};
 use crate::http::budget::Budget;
 use crate::http::refusal::Refusal;
 use crate::http::request_head::{RequestHead, Version};
+use crate::stats::Panics;
 
 /// A turn's [`Cx`](super::Cx) made from a harness's `rules`, `pools`, `tally`, `now` and `date`
 /// fields, each borrowed on its own, so that the harness's driver and stream stay free to use.
@@ -187,8 +188,8 @@ pub(crate) struct Recorded {
     pub(crate) requests: RefCell<Vec<Seen>>,
     pub(crate) refusals: RefCell<Vec<Refusal>>,
     pub(crate) budget: Budget,
-    /// Handler code the driver ran that panicked.
-    pub(crate) panics: std::cell::Cell<u32>,
+    /// Handler code the driver ran or dropped that panicked.
+    pub(crate) panics: Panics,
 }
 
 impl Tally for Recorded {
@@ -205,7 +206,7 @@ impl Tally for Recorded {
     fn refused(&self, why: Refusal) {
         self.refusals.borrow_mut().push(why);
     }
-    fn panicked(&self) {
-        self.panics.set(self.panics.get() + 1);
+    fn panics(&self) -> &Panics {
+        &self.panics
     }
 }

@@ -1057,7 +1057,7 @@ fn a_producer_lent_to_a_worker_comes_back_with_its_piece_and_the_response_goes_o
                 b.io.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
                 let waits = b.driver.drive(&mut b.io, &mut cx);
                 assert_eq!(shown(&waits), wait(false, false, None));
-                let produced = st.produce_away(&mut out, || {});
+                let produced = st.produce_away(&mut out);
                 assert!(b.driver.produced(out, produced).is_none(), "taken back");
                 lent += 1;
             }
