@@ -426,8 +426,9 @@ pub struct Stats {
     /// Refusals by reason: every named reason, then each engine-answered status that occurred.
     pub refused: Vec<(Refusal, u64)>,
     /// Handler panics: a request's handler (answered `500`, its connection closed), a
-    /// WebSocket callback (closed with 1011), or a streamed response body producing a piece
-    /// (its response cut). A panic in a body's `Drop` is logged, not counted.
+    /// WebSocket callback (closed with 1011), a streamed response body producing a piece (its
+    /// response cut), or a response body's or refused upgrade's `Drop` (one a body: a `Drop`
+    /// that panics after a piece did is logged, not counted again).
     pub panics: u64,
     /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
     /// than its blocking-warning threshold (inline dispatch;

@@ -4,6 +4,28 @@ use support::{Client, Config, Engine, app, start_with};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
+/// A server whose handler answers `path` with a `200` whose body `body` makes (handler code
+/// that may panic), and `ok` to anything else.
+fn serving(
+    engine: Engine,
+    workers: usize,
+    path: &'static str,
+    body: fn() -> twinhttp::Body,
+) -> support::TestServer {
+    use twinhttp::{Request, Response};
+    let cfg = Config {
+        workers,
+        ..Config::default()
+    };
+    start_with(engine, cfg, move |req: &mut Request<'_>| {
+        if req.path() == path {
+            Response::new(200).with_body(body())
+        } else {
+            Response::text("ok")
+        }
+    })
+}
+
 fn panic_is_a_500_and_server_lives(engine: Engine) {
     let srv = start_with(
         engine,
@@ -129,15 +151,9 @@ impl Drop for PanicsWhenDropped {
 fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
-    use twinhttp::{Body, Request, Response};
-    let srv = start_with(
-        engine,
-        Config::default(),
-        |req: &mut Request<'_>| match req.path() {
-            "/endless" => Response::new(200).with_body(Body::reader(PanicsWhenDropped)),
-            _ => Response::text("ok"),
-        },
-    );
+    let srv = serving(engine, Config::default().workers, "/endless", || {
+        twinhttp::Body::reader(PanicsWhenDropped)
+    });
     let mut parked = Client::new(srv.addr);
     assert_eq!(parked.roundtrip(GET).status, 200);
     let mut leaving = support::connect(srv.addr);
@@ -170,18 +186,9 @@ fn a_body_that_panics_when_dropped_costs_its_connection_only(engine: Engine) {
 /// where the handler ran. With one worker (one loop inline), a panic there that killed the
 /// thread would leave the next request unanswered. Each panic is counted.
 fn a_head_response_body_that_panics_when_dropped_costs_nothing(engine: Engine) {
-    use twinhttp::{Body, Request, Response};
-    let srv = start_with(
-        engine,
-        Config {
-            workers: 1,
-            ..Config::default()
-        },
-        |req: &mut Request<'_>| match req.path() {
-            "/endless" => Response::new(200).with_body(Body::reader(PanicsWhenDropped)),
-            _ => Response::text("ok"),
-        },
-    );
+    let srv = serving(engine, 1, "/endless", || {
+        twinhttp::Body::reader(PanicsWhenDropped)
+    });
     for _ in 0..3 {
         // A client of its own each time, closed after (without parking, a kept connection
         // would hold the one worker).
@@ -211,15 +218,9 @@ impl std::io::Read for PanicsAfter {
 
 fn a_body_that_panics_while_read_is_cut_and_counted(engine: Engine) {
     use std::io::Read;
-    use twinhttp::{Body, Request, Response};
-    let srv = start_with(
-        engine,
-        Config::default(),
-        |req: &mut Request<'_>| match req.path() {
-            "/panics" => Response::new(200).with_body(Body::reader(PanicsAfter(40_000))),
-            _ => Response::text("ok"),
-        },
-    );
+    let srv = serving(engine, Config::default().workers, "/panics", || {
+        twinhttp::Body::reader(PanicsAfter(40_000))
+    });
     let mut c = support::connect(srv.addr);
     std::io::Write::write_all(&mut c, b"GET /panics HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
     let mut got = Vec::new();
@@ -234,7 +235,133 @@ fn a_body_that_panics_while_read_is_cut_and_counted(engine: Engine) {
     assert_eq!(srv.stats().panics, 1);
 }
 
+/// A fresh client's request is answered, within 5 s (a dead engine thread leaves it unanswered).
+fn answered(addr: std::net::SocketAddr) -> bool {
+    let mut c = Client::new(addr);
+    c.read_timeout(std::time::Duration::from_secs(5));
+    c.try_send(GET) && matches!(c.read_response(false), Some(r) if r.status == 200)
+}
+
+/// Waits (bounded) until the server has no open connection.
+fn until_none_open(srv: &support::TestServer) {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.open_connections() > 0 {
+        assert!(Instant::now() < deadline, "a connection never closed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// An upgrade the request does not allow (no `Connection: upgrade`, the client's choice) is
+/// answered 426 and its callback dropped, handler code whose `Drop` may panic: the panic is
+/// caught and counted, and the thread that dropped it goes on (found by review: it killed the
+/// worker or the event loop, and the 426 never went out).
+fn a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing(engine: Engine) {
+    use twinhttp::{Request, Response};
+    let srv = start_with(
+        engine,
+        Config {
+            workers: 1,
+            ..Config::default()
+        },
+        |req: &mut Request<'_>| match req.path() {
+            "/up" => {
+                let state = PanicsWhenDropped;
+                Response::upgrade("x-hold", move |_| drop(state))
+            }
+            _ => Response::text("ok"),
+        },
+    );
+    for _ in 0..2 {
+        let mut c = Client::new(srv.addr);
+        c.read_timeout(std::time::Duration::from_secs(5));
+        c.send(b"GET /up HTTP/1.1\r\nHost: t\r\nUpgrade: x-hold\r\n\r\n");
+        let r = c.read_response(false).expect("an answer");
+        assert_eq!(r.status, 426);
+    }
+    // Fresh clients, spread over the reactor's loops.
+    for i in 0..4 {
+        assert!(answered(srv.addr), "request {i} after the refusals");
+    }
+    assert_eq!(srv.stats().panics, 2);
+}
+
+/// A body that panics while it is read and again when it is dropped (the state the first panic
+/// left) is one panic, counted once (found by review: counted twice).
+struct PanicsReadAndDropped;
+
+impl std::io::Read for PanicsReadAndDropped {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        panic!("a response body panics when read");
+    }
+}
+
+impl Drop for PanicsReadAndDropped {
+    fn drop(&mut self) {
+        panic!("and again when dropped");
+    }
+}
+
+fn a_body_that_panics_when_read_and_dropped_is_counted_once(engine: Engine) {
+    use std::io::Read;
+    let srv = serving(engine, Config::default().workers, "/twice", || {
+        twinhttp::Body::reader(PanicsReadAndDropped)
+    });
+    let mut c = support::connect(srv.addr);
+    std::io::Write::write_all(&mut c, b"GET /twice HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    let _ = c.read_to_end(&mut Vec::new());
+    until_none_open(&srv);
+    assert!(answered(srv.addr), "the server goes on");
+    assert_eq!(srv.stats().panics, 1);
+}
+
+/// With pool dispatch, a client that leaves while its handler runs: the handler's response
+/// comes back to the loop for a connection that is gone, and its body (handler code) is dropped
+/// there, a panic in its `Drop` caught and counted (found by review: it killed the loop).
+#[test]
+fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
+    use std::sync::Mutex;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    use twinhttp::{Body, Request, Response};
+    let (entered, handler_runs) = channel::<()>();
+    let (release, released) = channel::<()>();
+    let waits = Mutex::new((entered, released));
+    let srv = start_with(
+        Engine::ReactorPool,
+        Config::default(),
+        move |req: &mut Request<'_>| match req.path() {
+            "/left" => {
+                if let Ok(w) = waits.lock() {
+                    let _ = w.0.send(());
+                    let _ = w.1.recv_timeout(Duration::from_secs(10));
+                }
+                Response::new(200).with_body(Body::reader(PanicsWhenDropped))
+            }
+            _ => Response::text("ok"),
+        },
+    );
+    let mut c = support::connect(srv.addr);
+    std::io::Write::write_all(&mut c, b"GET /left HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
+    handler_runs
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the handler runs");
+    // Gone with a reset: the loop closes the connection while the handler is away.
+    socket2::SockRef::from(&c)
+        .set_linger(Some(Duration::ZERO))
+        .expect("linger");
+    drop(c);
+    until_none_open(&srv);
+    release.send(()).expect("the handler waits");
+    srv.stats_until("the panic counted", |st| st.panics == 1);
+    for i in 0..4 {
+        assert!(answered(srv.addr), "request {i} after it");
+    }
+}
+
 engine_tests!(
+    a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing,
+    a_body_that_panics_when_read_and_dropped_is_counted_once,
     a_body_that_panics_when_dropped_costs_its_connection_only,
     a_head_response_body_that_panics_when_dropped_costs_nothing,
     a_body_that_panics_while_read_is_cut_and_counted,

@@ -63,17 +63,32 @@ pub(crate) enum Answer {
     Panicked,
 }
 
+impl Answer {
+    /// The returned response's body (handler code, to drop where it may run), for an answer
+    /// that is not written: its connection went away while the handler ran.
+    pub(crate) fn into_body(self) -> BodyKind {
+        match self {
+            Answer::Returned(resp) => resp.into_body().kind,
+            Answer::Panicked => BodyKind::Static(b""),
+        }
+    }
+}
+
 /// What is left to do after a response head (and any full body) was written.
 pub(crate) enum After {
     /// Nothing: the response is complete.
     Done,
-    /// The response could not be given as asked (an upgrade the request does not allow, a
-    /// session at shutdown): an error response was written instead, and the connection closes.
-    /// The engine counts the refusal.
+    /// The response could not be given as asked: an error response was written instead, and
+    /// the connection closes. The engine counts the refusal.
     Refused(Refusal),
     /// A body that is never sent (HEAD, 304), to drop where handler code may run: a handler's
     /// reader or iterator goes unread. The response is complete.
     Unsent(BodyKind),
+    /// The switch the response asked for could not be made (an upgrade the request does not
+    /// allow, a session at shutdown): an error response was written instead, and the
+    /// connection closes. The engine counts the refusal and drops the switch (the handler's
+    /// callback or session: handler code) where handler code may run.
+    Declined(Refusal, BodyKind),
     /// A streamed body, to write through its encoder as the socket takes it.
     Stream(Encoder, BodyKind),
     /// Once the head is out, a session takes the connection over (an event stream after its
@@ -422,7 +437,7 @@ impl Conn {
             // A 426 names the protocol the handler would have switched to.
             let upgrade = resp.header("upgrade").filter(|_| status == 426);
             self.error_response(status, upgrade, out, date);
-            return After::Refused(Refusal::Status(status));
+            return After::Declined(Refusal::Status(status), resp.take_body().kind);
         }
         let BodyKind::Switch(switch) = resp.take_body().kind else {
             return After::Done;

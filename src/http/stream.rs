@@ -141,6 +141,12 @@ impl Streaming {
             Err(_) => {
                 self.panics.count();
                 log::error!("response body panicked; closing the connection");
+                // One panic a body: its `Drop`, which may panic again on the state the first
+                // panic left, runs now, caught and not counted.
+                let body = std::mem::replace(&mut self.body, BodyKind::Static(b""));
+                if panics_when_dropped(body) {
+                    log::error!("response body panicked again when dropped");
+                }
                 Piece::Ended { complete: false }
             }
         }
@@ -161,14 +167,19 @@ impl Drop for Streaming {
     }
 }
 
-/// Drops a response body that may hold handler code (a reader, an iterator) with a panic in
-/// its `Drop` caught, logged and counted in `panics`: the thread that drops it goes on.
+/// Drops a response body that may hold handler code (a reader, an iterator, a switch's
+/// callback or session) with a panic in its `Drop` caught, logged and counted in `panics`: the
+/// thread that drops it goes on.
 pub(crate) fn drop_caught(body: BodyKind, panics: &Panics) {
-    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body)));
-    if dropped.is_err() {
+    if panics_when_dropped(body) {
         panics.count();
         log::error!("response body panicked when dropped");
     }
+}
+
+/// Drops `body` with a panic in its `Drop` caught: whether there was one.
+fn panics_when_dropped(body: BodyKind) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body))).is_err()
 }
 
 /// Reads the next piece of `reader` into `out` through `encoder` (no further than a length

@@ -283,7 +283,12 @@ impl<H: Handler> EventLoop<H> {
                         let next = conn.drive(&mut cx);
                         self.apply(key, next, false);
                     }
-                    _ => cx.pools.give_head(head),
+                    // Its connection went away while the handler ran.
+                    _ => {
+                        cx.pools.give_head(head);
+                        let body = answered.into_body();
+                        crate::http::stream::drop_caught(body, cx.counters.panics());
+                    }
                 }
             }
             Done::Produced {

@@ -369,6 +369,10 @@ impl Driver {
             After::Done => {}
             After::Refused(why) => cx.tally.refused(why),
             After::Unsent(body) => crate::http::stream::drop_caught(body, cx.tally.panics()),
+            After::Declined(why, switch) => {
+                cx.tally.refused(why);
+                crate::http::stream::drop_caught(switch, cx.tally.panics());
+            }
             // A file is read in pieces, like any sized reader.
             After::Stream(encoder, body) => {
                 let panics = cx.tally.panics().clone();
