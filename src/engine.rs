@@ -28,9 +28,12 @@ pub(crate) struct Control {
     pub(crate) shutting_down: AtomicBool,
     /// Open connections (accepted and not yet closed).
     pub(crate) open: AtomicUsize,
-    /// Threads started for single connections (WebSockets on the server engine, upgraded
-    /// connections): shutdown waits for them too.
-    detached: Detached,
+    /// Threads started for sessions (WebSockets and event streams on the server engine),
+    /// which end at shutdown: `wait` and `shutdown` wait for them.
+    sessions: Detached,
+    /// Threads running upgraded connections' callbacks, which the shutdown does not interrupt:
+    /// `shutdown` waits for them up to its grace, `wait` does not.
+    upgrades: Detached,
     /// Pollers of those threads, notified when shutdown begins.
     watchers: Mutex<Slab<Arc<dyn Wake>>>,
     /// The engine's own threads alive (workers, loops, pool, parker, acceptor).
@@ -47,7 +50,8 @@ impl std::fmt::Debug for Control {
         f.debug_struct("Control")
             .field("shutting_down", &self.shutting_down)
             .field("open", &self.open)
-            .field("detached", &self.detached)
+            .field("sessions", &self.sessions)
+            .field("upgrades", &self.upgrades)
             .finish_non_exhaustive()
     }
 }
@@ -59,7 +63,8 @@ impl Control {
         Control {
             shutting_down: AtomicBool::new(false),
             open: AtomicUsize::new(0),
-            detached: Detached::default(),
+            sessions: Detached::default(),
+            upgrades: Detached::default(),
             watchers: Mutex::new(Slab::new()),
             threads: AtomicUsize::new(0),
             counters: Counters::new(loops, Budget::new(budget)),
@@ -153,14 +158,16 @@ impl Control {
         }
     }
 
-    /// Starts a thread for one connection, counted until it ends so shutdown can wait for it.
+    /// Starts a thread for one connection, counted by what it runs until it ends, so shutdown
+    /// can wait for it.
     pub(crate) fn spawn_detached(
         self: &Arc<Self>,
         name: &str,
+        runs: Runs,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), Error> {
-        self.detached.enter();
-        let guard = DetachedGuard(self.clone());
+        self.detached(runs).enter();
+        let guard = DetachedGuard(self.clone(), runs);
         spawn(name, move || {
             let _guard = guard;
             f()
@@ -168,9 +175,29 @@ impl Control {
         .map(drop)
     }
 
-    fn detached_threads(&self) -> usize {
-        self.detached.running()
+    fn detached(&self, runs: Runs) -> &Detached {
+        match runs {
+            Runs::Session => &self.sessions,
+            Runs::Upgraded => &self.upgrades,
+        }
     }
+
+    fn detached_threads(&self) -> usize {
+        self.sessions
+            .running()
+            .saturating_add(self.upgrades.running())
+    }
+}
+
+/// What a thread started for one connection runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Runs {
+    /// A session (a WebSocket, an event stream), which the shutdown ends.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    Session,
+    /// An upgraded connection's callback: the handler's code, which the shutdown does not
+    /// interrupt.
+    Upgraded,
 }
 
 /// The threads started for single connections that are still running, and the signal that the
@@ -236,11 +263,11 @@ impl Drop for WatchGuard {
     }
 }
 
-struct DetachedGuard(Arc<Control>);
+struct DetachedGuard(Arc<Control>, Runs);
 
 impl Drop for DetachedGuard {
     fn drop(&mut self) {
-        self.0.detached.leave();
+        self.0.detached(self.1).leave();
     }
 }
 
@@ -442,21 +469,23 @@ impl Running {
         self.handle.control.listener_fds()
     }
 
-    /// Joins every thread the engine started, those of single connections too (a session on a
-    /// thread of its own ends at shutdown; an upgraded connection when its callback returns).
+    /// Joins the engine's threads and waits for those of sessions (which end at shutdown), not
+    /// for upgraded connections' callbacks (which it does not interrupt).
     pub(crate) fn wait(self) {
         for t in self.threads {
             let _ = t.join();
         }
-        self.handle.control.detached.wait_for_none(None);
+        self.handle.control.sessions.wait_for_none(None);
     }
 
     pub(crate) fn shutdown(self, grace: Duration) -> Result<(), Error> {
         let deadline = crate::deadline::after(Instant::now(), grace);
         self.handle.shutdown();
         join_within(self.threads, grace)?;
-        // Connection threads (WebSockets closing with 1001) finish on their own.
-        if self.handle.control.detached.wait_for_none(deadline) {
+        // Connection threads (WebSockets closing with 1001, upgraded connections' callbacks)
+        // finish on their own.
+        let control = &self.handle.control;
+        if control.sessions.wait_for_none(deadline) && control.upgrades.wait_for_none(deadline) {
             Ok(())
         } else {
             Err(Error::new(ErrorKind::ShutdownTimedOut))

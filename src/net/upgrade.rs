@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::engine::{Control, OpenGuard};
+use crate::engine::{Control, OpenGuard, Runs};
 use crate::transport::Stream;
 use crate::upgraded::Upgraded;
 
@@ -17,7 +17,7 @@ pub(crate) fn detach(
     mut open: OpenGuard,
 ) {
     open.set(crate::stats::Activity::Upgraded);
-    let spawned = control.spawn_detached("twinhttp-upgraded", move || {
+    let spawned = control.spawn_detached("twinhttp-upgraded", Runs::Upgraded, move || {
         let _open = open;
         match Upgraded::new(stream, leftover) {
             Ok(up) => then(up),

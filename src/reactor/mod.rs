@@ -417,9 +417,10 @@ impl Reactor {
     }
 
     /// Blocks until the reactor is shut down through a [`ShutdownHandle`], then joins its
-    /// threads, and waits for the threads of connections that left it (an upgraded connection's
-    /// callback, [`Response::upgrade`](crate::Response::upgrade), ends when it returns: the
-    /// shutdown does not interrupt it).
+    /// threads. It does not wait for upgraded connections' callbacks
+    /// ([`Response::upgrade`](crate::Response::upgrade)): the shutdown does not interrupt them
+    /// (as Go's `net/http` leaves hijacked connections); [`shutdown`](Self::shutdown) waits for
+    /// them up to its grace.
     pub fn wait(self) {
         self.0.wait()
     }

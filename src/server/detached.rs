@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::engine::{Control, OpenGuard};
+use crate::engine::{Control, OpenGuard, Runs};
 use crate::http::buf::ReadBuf;
 use crate::http::pools::Pools;
 use crate::http::session::{Callbacks, Next, Reads, Session, Wake};
@@ -31,7 +31,7 @@ pub(crate) fn detach_session(
     open.set(session.kind().into());
     let ctl = control.clone();
     let unstarted = Unstarted(Some((session, open)));
-    let spawned = control.spawn_detached("twinhttp-session", move || {
+    let spawned = control.spawn_detached("twinhttp-session", Runs::Session, move || {
         let Some((session, _open)) = unstarted.start() else {
             return;
         };

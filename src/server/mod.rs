@@ -410,10 +410,11 @@ impl Server {
     }
 
     /// Blocks until the server is shut down through a [`ShutdownHandle`], then joins its
-    /// threads (waiting for in-flight requests), those of WebSockets and event streams on
-    /// threads of their own (closed at shutdown) and of upgraded connections (an upgraded
-    /// connection's callback, [`Response::upgrade`](crate::Response::upgrade), ends when it
-    /// returns: the shutdown does not interrupt it).
+    /// threads (waiting for in-flight requests) and waits for those of WebSockets and event
+    /// streams on threads of their own (closed at shutdown). It does not wait for upgraded
+    /// connections' callbacks ([`Response::upgrade`](crate::Response::upgrade)): the shutdown
+    /// does not interrupt them (as Go's `net/http` leaves hijacked connections);
+    /// [`shutdown`](Self::shutdown) waits for them up to its grace.
     pub fn wait(self) {
         self.0.wait()
     }
