@@ -11,7 +11,10 @@ use crate::deadline;
 /// fewer than `bytes_per_second` over the time it waited on the client is cut off. Time the
 /// server itself spends (a handler computing between reads of its body, a stream producing its
 /// next piece) does not count. The anchor is ASP.NET Core Kestrel's `MinDataRate`; the default is
-/// its default, 240 bytes/s after a 5 s grace period.
+/// its default, 240 bytes/s after a 5 s grace period. Bytes earn at most the grace period and
+/// twice the time waited when they arrived: a client far above the rate may pause for as long
+/// as it has waited so far and the grace period more, not for all its bytes are worth at the
+/// rate (a receive buffer's worth taken at once is not a reader's progress).
 ///
 /// A request body that is too slow is answered `408 Request Timeout` and the connection closed
 /// (lingering); a response, WebSocket or event stream whose client reads too slowly is closed.
@@ -41,10 +44,10 @@ impl MinRate {
         }
     }
 
-    /// How long a transfer that moved `bytes`, with `carried` already to its credit, may have
-    /// waited in all: `bytes` at the rate and the credit, and at least the grace period.
-    /// `None` when there is no minimum.
-    fn allowance(&self, bytes: u64, carried: Duration) -> Option<Duration> {
+    /// How long a transfer that moved `bytes`, the last of them seen when it had waited `seen`,
+    /// may have waited in all: `bytes` at the rate, but no more than the grace period and twice
+    /// `seen`, and at least the grace period. `None` when there is no minimum.
+    fn allowance(&self, bytes: u64, seen: Duration) -> Option<Duration> {
         let r = self.bytes_per_second;
         if r == 0 {
             return None;
@@ -53,7 +56,8 @@ impl MinRate {
         let at_rate = Duration::from_secs(bytes / r).saturating_add(Duration::from_nanos(
             u64::try_from(nanos).unwrap_or(u64::MAX),
         ));
-        Some(at_rate.saturating_add(carried).max(self.grace))
+        let earned = self.grace.saturating_add(seen.saturating_mul(2));
+        Some(at_rate.min(earned).max(self.grace))
     }
 }
 
@@ -93,20 +97,16 @@ pub(crate) struct Progress {
     /// Output: the bytes its socket held unacknowledged when it first waited, where the
     /// transport knows ([`Transport::unacknowledged`](crate::Transport::unacknowledged)).
     held_at_first_wait: Option<usize>,
-    /// Where the stretch the rate judges began: at the first wait, or at the last deadline
-    /// that passed with the transfer still above the rate.
-    window: Window,
-    /// The last deadline given.
-    due: Option<Instant>,
+    /// When the peer's progress was last seen.
+    seen: Seen,
 }
 
-/// What a transfer had taken and waited when the stretch the rate judges began, and the credit
-/// it brought from the stretch before: the rate applies from there.
+/// What the peer had taken when its progress was last seen, and how long the transfer had
+/// waited on it by then: its credit is at most the grace period and twice that time.
 #[derive(Clone, Copy, Debug, Default)]
-struct Window {
+struct Seen {
     taken: u64,
     waited: Duration,
-    carried: Duration,
 }
 
 impl Progress {
@@ -123,14 +123,13 @@ impl Progress {
     }
 
     /// The deadline of a wait that began at `since`, asked at `now` with `taken` bytes taken
-    /// by the peer, and remembered. A deadline given that passed, with the transfer still
-    /// above the rate (what the socket took meanwhile, seen only now: Linux reports a grown
-    /// send buffer writable once a third of it is free), starts a window: the rate judges what
-    /// follows, with the credit left carried into it only up to twice the time waited in the
-    /// window that ended. A client that reads nothing has its kernel take a receive buffer's
-    /// worth after the output first waits (tens of kilobytes: minutes of credit at the default
-    /// rate); seen at a deadline it buys twice the grace period, not the minutes, and a client
-    /// that goes on reading earns windows twice as long each time.
+    /// by the peer. Bytes at the rate earn credit, but never more than the grace period and
+    /// twice the time waited when they were seen: a client that reads nothing has its kernel
+    /// take a receive buffer's worth after the output first waits (tens of kilobytes to
+    /// megabytes: minutes to hours at the default rate), which buys it about a grace period
+    /// when seen at once and three when seen at the first deadline (Linux reports a grown send
+    /// buffer writable only once a third of it is free), while a client that goes on reading
+    /// may pause, at most, for the grace period and the time it has waited so far.
     fn next_deadline(
         &mut self,
         rate: MinRate,
@@ -138,34 +137,14 @@ impl Progress {
         now: Instant,
         taken: u64,
     ) -> Option<Instant> {
-        let mut until = self.until(rate, since, taken)?;
-        if self.due.is_some_and(|due| now >= due) && until > now {
+        if taken > self.seen.taken {
             let waited = self
                 .waited
                 .saturating_add(now.saturating_duration_since(since));
-            let in_window = waited.saturating_sub(self.window.waited);
-            let left = until.saturating_duration_since(now);
-            self.window = Window {
-                taken,
-                waited,
-                carried: left.min(in_window.saturating_mul(2)),
-            };
-            until = self.until(rate, since, taken)?;
+            self.seen = Seen { taken, waited };
         }
-        self.due = Some(until);
-        Some(until)
-    }
-
-    /// When the window falls below the rate if nothing moves, in a wait that began at
-    /// `since`: it may have waited in all what it took at the rate and the credit it carried,
-    /// at least the grace period.
-    fn until(&self, rate: MinRate, since: Instant, taken: u64) -> Option<Instant> {
-        let moved = taken.saturating_sub(self.window.taken);
-        let allowance = rate.allowance(moved, self.window.carried)?;
-        let left = allowance
-            .saturating_add(self.window.waited)
-            .saturating_sub(self.waited);
-        deadline::after(since, left)
+        let allowance = rate.allowance(taken, self.seen.waited)?;
+        deadline::after(since, allowance.saturating_sub(self.waited))
     }
 }
 
@@ -184,8 +163,8 @@ impl Meter {
     /// what its socket holds that the peer has not acknowledged, where the transport knows
     /// (bytes the kernel took into a grown send buffer are not the peer's progress); asked
     /// only when there is a rate (it may be a system call). Asked again once the deadline
-    /// passed, with what moved since, it starts a window if the transfer is still above the
-    /// rate ([`Progress::next_deadline`]).
+    /// passed, with what moved since, it moves the deadline on if the transfer is still above
+    /// the rate ([`Progress::next_deadline`]).
     pub(crate) fn deadline(
         &mut self,
         now: Instant,
@@ -253,8 +232,6 @@ impl Meter {
                     waited: done
                         .waited
                         .saturating_add(now.saturating_duration_since(*since)),
-                    // A wait that ended before its deadline has nothing to check.
-                    due: done.due.filter(|due| now >= *due),
                     ..*done
                 };
                 *self = Meter::Moving { rate: *rate, done };
@@ -279,13 +256,21 @@ mod tests {
             m.moved(t0 + i * s, 2);
             assert_eq!(m.deadline(t0 + i * s, || None), Some(t0 + 5 * s));
         }
-        // 1,200 bytes a second: each second buys five more.
+        // 1,200 bytes a second: each second buys five more, up to the grace period and twice
+        // the time waited (25 s after 10).
         let mut m = Meter::new(Some(MinRate::default()));
         for i in 1..=10 {
             m.deadline(t0 + (i - 1) * s, || None);
             m.moved(t0 + i * s, 1200);
         }
-        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 50 * s));
+        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 25 * s));
+        // 480 bytes a second, twice the rate: each second buys two, the pace it keeps.
+        let mut m = Meter::new(Some(MinRate::default()));
+        for i in 1..=10 {
+            m.deadline(t0 + (i - 1) * s, || None);
+            m.moved(t0 + i * s, 480);
+        }
+        assert_eq!(m.deadline(t0 + 10 * s, || None), Some(t0 + 20 * s));
     }
 
     #[test]
@@ -307,21 +292,21 @@ mod tests {
         let mut m = Meter::new(Some(MinRate::default()));
         // 128 KiB held unacknowledged when the output first waits.
         assert_eq!(m.deadline(t0, || Some(128 << 10)), Some(t0 + 5 * s));
-        // The buffer grows: 4 MiB more taken, all of it still held.
-        m.moved(t0 + s, 4 << 20);
+        // The buffer grows: 4 MiB more taken, all of it still held, after a minute's wait.
+        m.moved(t0 + 60 * s, 4 << 20);
         let held = (128 << 10) + (4 << 20);
-        assert_eq!(m.deadline(t0 + s, || Some(held)), Some(t0 + 5 * s));
+        assert_eq!(m.deadline(t0 + 60 * s, || Some(held)), Some(t0 + 60 * s));
         // The peer acknowledges 24,000 bytes: 100 s at 240 B/s, counted from the first wait
-        // (one second of it spent).
+        // (a minute of it spent).
         assert_eq!(
-            m.deadline(t0 + s, || Some(held - 24_000)),
+            m.deadline(t0 + 60 * s, || Some(held - 24_000)),
             Some(t0 + 100 * s)
         );
         // Where the transport cannot tell, every byte taken counts.
         let mut m = Meter::new(Some(MinRate::default()));
         m.deadline(t0, || None);
-        m.moved(t0 + s, 24_000);
-        assert_eq!(m.deadline(t0 + s, || None), Some(t0 + 100 * s));
+        m.moved(t0 + 60 * s, 24_000);
+        assert_eq!(m.deadline(t0 + 60 * s, || None), Some(t0 + 100 * s));
     }
 
     /// The transport is asked (a system call) only where there is a rate, and after the first
@@ -349,40 +334,52 @@ mod tests {
         assert_eq!(asked.get(), 3);
     }
 
-    /// A deadline that passes with progress seen only then (what the socket took meanwhile,
-    /// without a writable event) buys at most twice the time waited in the window that ended,
-    /// not the credit: the rate judges what follows, and each window that keeps up with it
-    /// earns one twice as long. A wait that ended before its deadline has nothing to check.
+    /// Credit is at most the grace period and twice the time waited when the progress was
+    /// seen. 95 KB taken after the output first waits (a stalled client's receive buffer
+    /// filling; 396 s of credit at the rate) buys 15 s seen at the first deadline, and 7 s
+    /// seen by a writable event a second into the wait (it bought the 396 s: found by review).
+    /// Progress below the rate buys nothing; a reader that goes on reading may pause for as
+    /// long as it has waited, and a grace period more.
     #[test]
-    fn a_deadline_that_passes_with_progress_opens_a_window() {
+    fn credit_is_at_most_the_grace_period_and_twice_the_time_waited() {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
         assert_eq!(m.deadline(t0, || None), Some(t0 + 5 * s));
-        // 95 KB seen at the deadline (a stalled client's receive buffer filling): 396 s as
-        // credit; 10 s here.
         m.moved(t0 + 5 * s, 95_000);
         assert_eq!(m.deadline(t0 + 5 * s, || None), Some(t0 + 15 * s));
-        // Nothing in it: its deadline stands, passed (whatever credit was left over the carry).
+        // Nothing more: its deadline stands, passed, whatever the bytes were worth.
         let mut stalled = m;
         assert_eq!(stalled.deadline(t0 + 15 * s, || None), Some(t0 + 15 * s));
+        // Seen a second into the wait.
+        let mut early = Meter::new(Some(MinRate::default()));
+        early.deadline(t0, || None);
+        early.moved(t0 + s, 95_000);
+        assert_eq!(early.deadline(t0 + s, || None), Some(t0 + 7 * s));
         // Less than the rate asks (1,199 bytes in 5 s) seen at the first deadline: it stands.
         let mut slow = Meter::new(Some(MinRate::default()));
         slow.deadline(t0, || None);
         slow.moved(t0 + 5 * s, 1199);
         assert_eq!(slow.deadline(t0 + 5 * s, || None), Some(t0 + 5 * s));
-        // 4,800 bytes in it (twice what the rate asks of 10 s): 20 s of credit left, the next
-        // window twice the last.
+        // 4,800 bytes more at 15 s: 35 s.
         m.moved(t0 + 15 * s, 4800);
         assert_eq!(m.deadline(t0 + 15 * s, || None), Some(t0 + 35 * s));
-        // Progress before the deadline earns credit as ever.
+    }
+
+    /// A client that reads far above the rate and then stops (a receive buffer Linux grew
+    /// while it read, filled) may pause as long as it had waited and a grace period more, not
+    /// for what its bytes are worth at the rate (2 MB: 2.3 hours at 240 B/s, kept before).
+    #[test]
+    fn a_reader_that_stops_after_reading_fast_is_cut_after_as_long_again() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
         let mut m = Meter::new(Some(MinRate::default()));
         m.deadline(t0, || None);
-        m.moved(t0 + s, 95_000);
-        assert_eq!(
-            m.deadline(t0 + s, || None),
-            deadline::after(t0, 95_000 * s / 240)
-        );
+        for i in 1..=20 {
+            m.moved(t0 + i * s, 100_000);
+            m.deadline(t0 + i * s, || None);
+        }
+        assert_eq!(m.deadline(t0 + 20 * s, || None), Some(t0 + 45 * s));
     }
 
     /// A reader far above the rate whose progress comes in steps more than a grace period

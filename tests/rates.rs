@@ -132,6 +132,25 @@ fn a_client_that_stops_reading_a_response_is_cut(engine: Engine) {
     assert_cut_at_grace(until_closed(&srv, started), "a stalled reader of 16 MB");
 }
 
+/// A client with a large receive buffer (4 MB asked, set before it connects) that reads
+/// nothing: its kernel takes a buffer's worth after the server's output first waits, seen by
+/// writable events, which at the rate would be worth minutes to hours; it is cut within a few
+/// grace periods (bytes earn at most the grace period and twice the time waited when they were
+/// seen).
+fn a_stalled_client_with_a_large_receive_buffer_is_cut(engine: Engine) {
+    let srv = start_with(engine, rates(true), app);
+    let mut s = client_with_receive_buffer(srv.addr, 4 << 20);
+    let started = Instant::now();
+    send(&mut s, b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    // Its buffer fills in steps, each seen later than the one before (3.6 s here), so the
+    // bound is looser than a stall's: still open after 10 s before.
+    let took = until_closed(&srv, started);
+    assert!(
+        took >= GRACE && took < GRACE * 8,
+        "a stalled reader with a large receive buffer closed after {took:?}"
+    );
+}
+
 /// Pipelined requests from a client that never reads their answers: once the answers back up,
 /// the response's minimum rate cuts it (input that keeps coming meanwhile is not progress).
 fn a_client_that_pipelines_and_never_reads_is_cut(engine: Engine) {
@@ -239,10 +258,14 @@ fn small_send_buffer_listener() -> (twinhttp::Listener, std::net::SocketAddr) {
 /// default buffer, autotuned to megabytes, loopback's 64 KiB segments leave the window shut
 /// for tens of seconds at these rates, whatever the server does).
 fn small_receive_buffer_client(addr: std::net::SocketAddr) -> TcpStream {
+    client_with_receive_buffer(addr, 4096)
+}
+
+/// A client whose receive buffer is `size` bytes (as the kernel allows), set before it connects.
+fn client_with_receive_buffer(addr: std::net::SocketAddr, size: usize) -> TcpStream {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
-    s.set_recv_buffer_size(4096)
-        .expect("a small receive buffer");
+    s.set_recv_buffer_size(size).expect("a receive buffer");
     s.connect(&addr.into()).expect("connect");
     let s: TcpStream = s.into();
     s.set_nodelay(true).expect("nodelay");
@@ -411,6 +434,7 @@ engine_tests!(
     default_rate_cuts_two_bytes_a_second_within_10_s,
     with_the_rate_off_a_slow_body_finishes,
     a_client_that_stops_reading_a_response_is_cut,
+    a_stalled_client_with_a_large_receive_buffer_is_cut,
     a_client_that_pipelines_and_never_reads_is_cut,
     with_the_rate_off_a_late_reader_gets_everything,
     a_websocket_that_stops_reading_is_cut,

@@ -786,7 +786,7 @@ mod tests {
     }
 
     /// A large message's backlog is one transfer, frame after frame: a peer that takes its
-    /// first 256 KiB frame and a little more in 4 s (64 times the 1,000 B/s minimum) keeps that
+    /// first 256 KiB frame and a little more in 4 s (64 times the 1,000 B/s minimum) keeps its
     /// credit while the next frame waits (each frame once started afresh: a grace period).
     #[test]
     fn a_large_message_keeps_its_credit_from_frame_to_frame() {
@@ -811,12 +811,13 @@ mod tests {
         let t4 = t0 + Duration::from_secs(4);
         pipe.room = 256 * 1024 + 100;
         let next = pipe.io(&mut buf, |io| s.drive(io, t4, Callbacks::Inline));
-        // 262,244 bytes taken: 262.244 s of waiting earned.
+        // 262,244 bytes taken in 4 s: 262 s at the rate, 13 s of waiting earned (the grace
+        // period and twice the time waited); afresh, the deadline would be 9 s.
         assert_eq!(
             next,
             Next::Wait {
                 write: true,
-                deadline: Some(t0 + Duration::from_millis(262_244))
+                deadline: Some(t0 + Duration::from_secs(13))
             }
         );
     }
