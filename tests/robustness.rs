@@ -359,7 +359,54 @@ fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
     }
 }
 
+/// A streaming handler whose request body fails (a malformed chunk: the client's choice)
+/// answers with a body that panics when dropped: the body's failure is the answer (400), and the
+/// handler's is dropped caught and counted (found by review: dropped uncaught, it killed the
+/// worker, and the 400 never went out).
+fn a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught(engine: Engine) {
+    use std::io::Read;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use twinhttp::{Body, Request, Response, Router, handler_fn, streaming};
+    let ran = Arc::new(AtomicU64::new(0));
+    let runs = ran.clone();
+    let router = Router::new()
+        .route_to(
+            "/up",
+            &["POST"],
+            streaming(handler_fn(move |req: &mut Request<'_>| {
+                runs.fetch_add(1, Ordering::Relaxed);
+                let _ = req.body().read_to_end(&mut Vec::new());
+                Response::new(200).with_body(Body::reader(PanicsWhenDropped))
+            })),
+        )
+        .get("/", |_: &mut Request<'_>| Response::text("ok"));
+    let cfg = Config {
+        workers: 1,
+        ..Config::default()
+    };
+    let srv = start_with(engine, cfg, router);
+    let mut c = Client::new(srv.addr);
+    c.read_timeout(std::time::Duration::from_secs(5));
+    c.send(b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n");
+    let r = c.read_response(false).expect("an answer");
+    assert_eq!(r.status, 400);
+    drop(c);
+    until_none_open(&srv);
+    for i in 0..4 {
+        assert!(answered(srv.addr), "request {i} after it");
+    }
+    // The thread-pool engine runs the handler as the body starts; the reactor reads this one
+    // (all of it came at once) and answers its failure without running the handler.
+    let ran = ran.load(Ordering::Relaxed);
+    if !engine.is_reactor() {
+        assert_eq!(ran, 1, "the handler ran");
+    }
+    assert_eq!(srv.stats().panics, ran);
+}
+
 engine_tests!(
+    a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught,
     a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing,
     a_body_that_panics_when_read_and_dropped_is_counted_once,
     a_body_that_panics_when_dropped_costs_its_connection_only,

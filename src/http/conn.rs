@@ -17,6 +17,7 @@ use crate::http::response::{BodyKind, ContentType, Response, Switch};
 use crate::http::session::Takeover;
 use crate::http::status::{reason, status_line};
 use crate::limits::Limits;
+use crate::stats::Panics;
 use crate::upgraded::Upgraded;
 
 /// Where a connection is between messages.
@@ -64,12 +65,12 @@ pub(crate) enum Answer {
 }
 
 impl Answer {
-    /// The returned response's body (handler code, to drop where it may run), for an answer
-    /// that is not written: its connection went away while the handler ran.
-    pub(crate) fn into_body(self) -> BodyKind {
-        match self {
-            Answer::Returned(resp) => resp.into_body().kind,
-            Answer::Panicked => BodyKind::Static(b""),
+    /// Drops an answer that is not written (its connection went away while the handler ran,
+    /// or its request's body failed): its body is handler code, dropped with a panic in its
+    /// `Drop` caught and counted in `panics`.
+    pub(crate) fn drop_caught(self, panics: &Panics) {
+        if let Answer::Returned(resp) = self {
+            crate::http::stream::drop_caught(resp.into_body().kind, panics);
         }
     }
 }

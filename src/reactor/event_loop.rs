@@ -286,8 +286,7 @@ impl<H: Handler> EventLoop<H> {
                     // Its connection went away while the handler ran.
                     _ => {
                         cx.pools.give_head(head);
-                        let body = answered.into_body();
-                        crate::http::stream::drop_caught(body, cx.counters.panics());
+                        answered.drop_caught(cx.counters.panics());
                     }
                 }
             }

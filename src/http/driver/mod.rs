@@ -325,6 +325,7 @@ impl Driver {
         cx.now = at;
         let Phase::Busy(busy) = &mut self.phase else {
             cx.pools.give_head(head);
+            answer.drop_caught(cx.tally.panics());
             return;
         };
         busy.output_begins(cx.rules.response_rate);
@@ -348,19 +349,25 @@ impl Driver {
                 self.conn
                     .write_response(&head, answer, false, cx.closing, &mut busy.out, cx.date)
             }
-            // The body failed: its failure is the answer.
-            BodyEnd::Failed(status) => {
-                After::Refused(self.conn.write_error(status, &mut busy.out, cx.date))
-            }
-            BodyEnd::TooSlow => {
-                let why = self
-                    .conn
-                    .request_timed_out(Late::Body, &mut busy.out, cx.date);
-                After::Refused(why.unwrap_or(Refusal::TooSlow))
-            }
-            BodyEnd::Broken => {
-                self.conn.abort();
-                After::Done
+            // The body failed: its failure is the answer, the handler's is dropped.
+            failed => {
+                answer.drop_caught(cx.tally.panics());
+                match failed {
+                    BodyEnd::Failed(status) => {
+                        After::Refused(self.conn.write_error(status, &mut busy.out, cx.date))
+                    }
+                    BodyEnd::TooSlow => {
+                        let why = self
+                            .conn
+                            .request_timed_out(Late::Body, &mut busy.out, cx.date);
+                        After::Refused(why.unwrap_or(Refusal::TooSlow))
+                    }
+                    // Broken (the others were matched above).
+                    _ => {
+                        self.conn.abort();
+                        After::Done
+                    }
+                }
             }
         };
         busy.keep_head(head, cx.pools);

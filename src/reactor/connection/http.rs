@@ -117,7 +117,10 @@ impl Connection {
                 cx.now,
                 &mut driver::Cx::new(cx.rules, cx.pools, cx.counters, cx.now, cx.date, cx.closing),
             ),
-            Phase::Session(_) | Phase::Detaching { .. } => cx.pools.give_head(head),
+            Phase::Session(_) | Phase::Detaching { .. } => {
+                cx.pools.give_head(head);
+                answered.drop_caught(cx.counters.panics());
+            }
         }
     }
 
