@@ -66,7 +66,7 @@ impl SseConn {
             ending: false,
             closes_by: None,
             rate,
-            sent: Meter::new(rate),
+            sent: Meter::output(rate),
         }
     }
 
@@ -171,7 +171,7 @@ impl SseConn {
                 match sock.flush() {
                     // Everything is out (the socket took what a TLS session held too): the
                     // next backlog is measured afresh.
-                    Ok(()) => self.sent = Meter::new(self.rate),
+                    Ok(()) => self.sent = Meter::output(self.rate),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return self.stalled(sock, now),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.closed(),

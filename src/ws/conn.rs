@@ -132,7 +132,7 @@ impl WsConn {
             quiet: Quiet::Since(now),
             on_close: OnClose::Due(None),
             rate,
-            sent: Meter::new(rate),
+            sent: Meter::output(rate),
             paused_since: None,
         }
     }
@@ -183,7 +183,7 @@ impl WsConn {
                 // Everything is out: the next backlog is measured afresh, and what was sent no
                 // longer counts against the send queue's limit.
                 Ok(()) => {
-                    self.sent = Meter::new(self.rate);
+                    self.sent = Meter::output(self.rate);
                     self.sender.flushed();
                     self.held.flushed();
                     self.renew_if_worth_it();

@@ -57,7 +57,7 @@ impl BodyIn {
     pub(super) fn new(decoder: Decoder, rate: Option<MinRate>, continue_due: bool) -> Self {
         BodyIn {
             decoder,
-            meter: Meter::new(rate),
+            meter: Meter::input(rate),
             continue_due,
             end: BodyEnd::Open,
         }

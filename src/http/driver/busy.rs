@@ -124,7 +124,7 @@ impl Busy {
             read: ReadBuf::new(),
             out: Vec::with_capacity(WRITE_BUF),
             written: 0,
-            sent: Meter::new(None),
+            sent: Meter::output(None),
             at: Exchange::Head,
             tail: None,
             head: None,
@@ -153,7 +153,7 @@ impl Busy {
         rate: Option<MinRate>,
     ) -> Box<Busy> {
         let mut busy = pools.busy();
-        busy.sent = Meter::new(rate);
+        busy.sent = Meter::output(rate);
         match partial {
             // A whole buffer kept for a large partial head: the exchange reads on into it.
             Some(bytes) if bytes.len() >= INITIAL_READ_BUF => {
@@ -245,7 +245,7 @@ impl Busy {
     #[inline]
     pub(super) fn output_begins(&mut self, rate: Option<MinRate>) {
         if self.all_out() {
-            self.sent = Meter::new(rate);
+            self.sent = Meter::output(rate);
         }
     }
 

@@ -115,7 +115,7 @@ fn head_step(
         head,
         decoder,
         body: Spool::new(decoder.remaining()),
-        meter: Meter::new(cx.rules.body_rate),
+        meter: Meter::input(cx.rules.body_rate),
     };
     Step::Progress
 }
