@@ -164,9 +164,14 @@ fn a_client_that_pipelines_and_never_reads_is_cut(engine: Engine) {
     while s.write_all(&burst).is_ok() {
         assert!(started.elapsed() < Duration::from_secs(5), "never blocked");
     }
-    assert_cut_at_grace(
-        until_closed(&srv, started),
-        "a pipelining client that does not read",
+    // The wall time includes the server answering the burst, which the rate does not count
+    // (time the server spends): 1.2 s inline and 2.9 s with the pool here when idle, the same
+    // before and after 2026-11-30's rule, and once 6.2 s with the pool in a loaded CI run; so
+    // the bound is looser than a stall's. Never cut, it would still be open after 10 s.
+    let took = until_closed(&srv, started);
+    assert!(
+        took >= GRACE - Duration::from_millis(100) && took < GRACE * 8,
+        "a pipelining client that does not read closed after {took:?}"
     );
 }
 
