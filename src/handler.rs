@@ -5,7 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::http::address::Address;
-use crate::http::conn::Answer;
+use crate::http::answer::Answer;
 use crate::http::request_head::RequestHead;
 use crate::stats::Counters;
 use crate::{Request, Response};

@@ -24,7 +24,6 @@
 //! ```
 
 use std::cell::Cell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
@@ -129,22 +128,7 @@ struct Slot {
     gauges: [AtomicU64; ACTIVITIES],
 }
 
-/// Handler panics: a handle for handler code that runs outside a request, on whichever thread
-/// (a WebSocket's callbacks, a streamed body's pieces and its `Drop`), to count its own.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Panics(Arc<AtomicU64>);
-
-impl Panics {
-    /// A handler panicked.
-    pub(crate) fn count(&self) {
-        self.0.fetch_add(1, Relaxed);
-    }
-
-    /// The panics counted so far.
-    pub(crate) fn counted(&self) -> u64 {
-        self.0.load(Relaxed)
-    }
-}
+pub(crate) use crate::http::panics::Panics;
 
 /// The counters of one running engine, shared by its threads (in its `Control`).
 pub(crate) struct Counters {
@@ -229,7 +213,8 @@ impl Counters {
         self.panics.count();
     }
 
-    /// Where handler code outside a request (a WebSocket's callbacks) counts its panics.
+    /// Where handler code outside a request (a WebSocket's callbacks, an upgraded connection's,
+    /// handler code the server drops) counts its panics.
     pub(crate) fn panics(&self) -> &Panics {
         &self.panics
     }
@@ -426,9 +411,12 @@ pub struct Stats {
     /// Refusals by reason: every named reason, then each engine-answered status that occurred.
     pub refused: Vec<(Refusal, u64)>,
     /// Handler panics: a request's handler (answered `500`, its connection closed), a
-    /// WebSocket callback (closed with 1011), a streamed response body producing a piece (its
-    /// response cut), or a response body's or refused upgrade's `Drop` (one a body: a `Drop`
-    /// that panics after a piece did is logged, not counted again).
+    /// WebSocket callback (closed with 1011), an upgraded connection's callback (its
+    /// connection closed), a streamed response body producing a piece (its response cut), or
+    /// the `Drop` of handler code the server drops: a response body, an upgrade's callback or
+    /// a WebSocket handler whose switch was refused or never made, a WebSocket handler once
+    /// its connection ended (one a body: a `Drop` that panics after a piece did is logged, not
+    /// counted again).
     pub panics: u64,
     /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
     /// than its blocking-warning threshold (inline dispatch;

@@ -286,6 +286,31 @@ fn a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing(engine: En
     assert_eq!(srv.stats().panics, 2);
 }
 
+/// An upgraded connection's callback is handler code on a thread of its own: a panic there
+/// ends that thread and its connection, and is counted with the handlers' panics (it was not).
+fn an_upgraded_connections_callback_that_panics_is_counted(engine: Engine) {
+    use twinhttp::{Request, Response};
+    let srv = start_with(
+        engine,
+        Config::default(),
+        |req: &mut Request<'_>| match req.path() {
+            "/up" => Response::upgrade("x-boom", |_| panic!("an upgraded callback panics")),
+            _ => Response::text("ok"),
+        },
+    );
+    let mut c = Client::new(srv.addr);
+    c.read_timeout(std::time::Duration::from_secs(5));
+    c.send(b"GET /up HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-boom\r\n\r\n");
+    let r = c.read_response(false).expect("an answer");
+    assert_eq!(r.status, 101);
+    assert!(c.is_closed(), "the connection ends with its callback");
+    srv.stats_until("the panic counted", |st| st.panics == 1);
+    for i in 0..4 {
+        assert!(answered(srv.addr), "request {i} after it");
+    }
+    assert_eq!(srv.stats().panics, 1);
+}
+
 /// A body that panics while it is read and again when it is dropped (the state the first panic
 /// left) is one panic, counted once (found by review: counted twice).
 struct PanicsReadAndDropped;
@@ -406,6 +431,7 @@ fn a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught(engine: Engine
 }
 
 engine_tests!(
+    an_upgraded_connections_callback_that_panics_is_counted,
     a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught,
     a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing,
     a_body_that_panics_when_read_and_dropped_is_counted_once,

@@ -92,6 +92,7 @@ fn ws_app(req: &mut Request<'_>) -> Response {
             .select_protocol(&["v2.chat", "v1.chat"])
             .accept(|_: &WsSender, _: WsMessage| {}),
         "/panic" => upgrade.accept(|_: &WsSender, _: WsMessage| panic!("on purpose")),
+        "/panics-when-dropped" => upgrade.accept(EchoPanicsWhenDropped),
         "/origin" => match upgrade.check_origin(|o| o == Some("https://good.example")) {
             Ok(u) => u.accept(|_: &WsSender, _: WsMessage| {}),
             Err(refusal) => refusal,
@@ -818,6 +819,50 @@ fn panicking_callback_closes_with_1011(engine: Engine) {
     assert_eq!(srv.stats().panics, 1);
 }
 
+/// An echo handler whose `Drop` panics.
+struct EchoPanicsWhenDropped;
+
+impl WsHandler for EchoPanicsWhenDropped {
+    fn on_message(&mut self, ws: &WsSender, msg: WsMessage) {
+        let _ = ws.send(msg);
+    }
+}
+
+impl Drop for EchoPanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("a websocket handler panics when dropped");
+    }
+}
+
+/// A handler's `Drop` is handler code: where its connection ends (after a closing handshake,
+/// or cut), a panic there is caught and counted, and the thread that dropped it (an event
+/// loop, a worker, a session's thread) goes on (it was not caught).
+fn a_handler_that_panics_when_dropped_is_counted(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/panics-when-dropped");
+    ws.send(Message::text("one")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("one"));
+    ws.close(None).expect("close");
+    assert_eq!(close_code(&mut ws), None, "the close echoed, then the end");
+    srv.stats_until("the first panic counted", |st| st.panics == 1);
+    let mut ws = client(srv.addr, "/panics-when-dropped");
+    ws.send(Message::text("two")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("two"));
+    drop(ws);
+    srv.stats_until("the second panic counted", |st| st.panics == 2);
+    // Fresh clients, spread over the reactor's loops.
+    for i in 0..4 {
+        let mut ws = client(srv.addr, "/ws");
+        ws.send(Message::text("alive")).expect("send");
+        assert_eq!(
+            ws.read().expect("read"),
+            Message::text("alive"),
+            "client {i}"
+        );
+    }
+    assert_eq!(srv.stats().panics, 2);
+}
+
 fn generic_upgrade_and_blocking_websocket(engine: Engine) {
     let srv = start(engine, ws_app);
     let mut s = connect(srv.addr);
@@ -1068,6 +1113,7 @@ engine_tests!(
     shutdown_does_not_wait_for_a_silent_client,
     a_websocket_upgraded_as_shutdown_begins_gets_1001,
     panicking_callback_closes_with_1011,
+    a_handler_that_panics_when_dropped_is_counted,
     generic_upgrade_and_blocking_websocket,
     idle_ping_and_timeout,
 );

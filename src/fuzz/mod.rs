@@ -19,7 +19,7 @@ use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use crate::http::access::Logging;
-use crate::http::conn::Answer;
+use crate::http::answer::Answer;
 use crate::http::date::DateLine;
 use crate::http::driver::script::{Recorded, Scripted, Seen, harness_cx};
 use crate::http::driver::{Action, Driver, Request, Rules};

@@ -3,6 +3,7 @@
 
 pub(crate) mod access;
 pub(crate) mod address;
+pub(crate) mod answer;
 pub(crate) mod body;
 pub(crate) mod budget;
 pub(crate) mod buf;
@@ -17,6 +18,7 @@ pub(crate) mod linger;
 #[cfg(feature = "multipart")]
 pub(crate) mod multipart;
 pub(crate) mod origin;
+pub(crate) mod panics;
 pub(crate) mod parse;
 pub(crate) mod percent;
 pub(crate) mod pools;

@@ -23,8 +23,8 @@ use std::time::Instant;
 use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
 use crate::http::conn::Encoder;
+use crate::http::panics::Panics;
 use crate::rate::MinRate;
-use crate::stats::Panics;
 
 /// Wakes the engine that drives a session, from any thread (a sender pushed, or shutdown
 /// began).

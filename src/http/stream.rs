@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 
 use crate::http::conn::Encoder;
+use crate::http::panics::{Panics, panics_when_dropped};
 use crate::http::response::BodyKind;
-use crate::stats::Panics;
 
 /// Bytes of a streamed response body produced per step.
 pub(crate) const STREAM_PIECE: usize = 16 * 1024;
@@ -163,23 +163,8 @@ impl Drop for Streaming {
             return;
         }
         let body = std::mem::replace(&mut self.body, BodyKind::Static(b""));
-        drop_caught(body, &self.panics);
+        self.panics.drop_caught(body);
     }
-}
-
-/// Drops a response body that may hold handler code (a reader, an iterator, a switch's
-/// callback or session) with a panic in its `Drop` caught, logged and counted in `panics`: the
-/// thread that drops it goes on.
-pub(crate) fn drop_caught(body: BodyKind, panics: &Panics) {
-    if panics_when_dropped(body) {
-        panics.count();
-        log::error!("response body panicked when dropped");
-    }
-}
-
-/// Drops `body` with a panic in its `Drop` caught: whether there was one.
-fn panics_when_dropped(body: BodyKind) -> bool {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(body))).is_err()
 }
 
 /// Reads the next piece of `reader` into `out` through `encoder` (no further than a length

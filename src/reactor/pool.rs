@@ -7,7 +7,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::inbox::Inbox;
 use crate::handler::answer;
-use crate::http::conn::Answer;
+use crate::http::answer::Answer;
 
 use crate::Handler;
 use crate::http::request_head::RequestHead;

@@ -26,6 +26,23 @@ pub(crate) struct Callee {
     pub(crate) panics: Panics,
 }
 
+/// The handler is handler code to its `Drop`: wherever the connection ends (its event loop, a
+/// pool worker with its last callbacks, its own thread), a panic there is caught and counted,
+/// as one in a callback is.
+impl Drop for Callee {
+    fn drop(&mut self) {
+        let handler = std::mem::replace(&mut self.handler, Box::new(Dropped));
+        self.panics.drop_caught(handler);
+    }
+}
+
+/// What a [`Callee`] holds once its handler was dropped (a `Box` of it allocates nothing).
+struct Dropped;
+
+impl WsHandler for Dropped {
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {}
+}
+
 /// Callbacks on their way to a pool worker and back.
 pub(crate) struct Calls {
     pub(crate) handler: Callee,

@@ -13,6 +13,7 @@ use crate::http::body::Decoder;
 use crate::http::budget::Held;
 use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
 use crate::http::conn::Encoder;
+use crate::http::panics::Panics;
 use crate::http::pools::Pools;
 use crate::http::request_head::RequestHead;
 use crate::http::session::Takeover;
@@ -76,7 +77,7 @@ pub(super) enum Exchange {
     Producing { sent: u64 },
     /// A response that hands the connection over is queued; once it is out, the connection is
     /// switched.
-    Switching(Switch),
+    Switching(Switching),
 }
 
 impl Exchange {
@@ -103,6 +104,36 @@ pub(super) enum Switch {
     Session(Encoder, Box<dyn Takeover>),
     /// A generic upgrade: the connection leaves the engine for a thread.
     Detach(Box<dyn FnOnce(Upgraded) + Send>),
+    /// Handed over: nothing is left.
+    Gone,
+}
+
+/// A switch waiting for its response to go out. What it holds is handler code (a WebSocket
+/// handler, an upgrade's callback): a connection cut before the response was out drops it
+/// with a panic in its `Drop` caught and counted, wherever the connection was driven.
+pub(super) struct Switching {
+    to: Switch,
+    panics: Panics,
+}
+
+impl Switching {
+    pub(super) fn new(to: Switch, panics: Panics) -> Self {
+        Switching { to, panics }
+    }
+
+    /// The switch, for the engine to carry out: the response is out.
+    pub(super) fn hand_over(&mut self) -> Switch {
+        std::mem::replace(&mut self.to, Switch::Gone)
+    }
+}
+
+impl Drop for Switching {
+    fn drop(&mut self) {
+        match self.hand_over() {
+            Switch::Gone => {}
+            unmade => self.panics.drop_caught(unmade),
+        }
+    }
 }
 
 /// The outcome of one read.

@@ -8,12 +8,12 @@ use crate::MinRate;
 use crate::http::budget::Budget;
 use crate::http::date::DateLine;
 use crate::http::origin::Relay;
+use crate::http::panics::Panics;
 use crate::http::pools::Pools;
 use crate::http::refusal::Refusal;
 use crate::http::request_head::RequestHead;
 use crate::http::stream::Streaming;
 use crate::limits::Limits;
-use crate::stats::Panics;
 use crate::transport::Transport;
 
 /// Requests answered per turn before other connections get theirs.

@@ -35,14 +35,15 @@ pub(crate) use cx::{Cx, Io, Rules, Tally};
 use output::drain;
 
 use body_in::BodyEnd;
-use busy::{Busy, Exchange, Fill, Switch};
+use busy::{Busy, Exchange, Fill, Switch, Switching};
 
 use crate::MinRate;
 use crate::http::access::Logging;
 use crate::http::address::Address;
+use crate::http::answer::{After, Answer};
 use crate::http::budget::{ALLOWANCE, Held};
 use crate::http::buf::ReadBuf;
-use crate::http::conn::{After, Answer, Conn, Late};
+use crate::http::conn::{Conn, Late};
 use crate::http::due::HeadDue;
 use crate::http::linger::Linger;
 use crate::http::origin::Hop;
@@ -375,10 +376,10 @@ impl Driver {
         match after {
             After::Done => {}
             After::Refused(why) => cx.tally.refused(why),
-            After::Unsent(body) => crate::http::stream::drop_caught(body, cx.tally.panics()),
+            After::Unsent(body) => cx.tally.panics().drop_caught(body),
             After::Declined(why, switch) => {
                 cx.tally.refused(why);
-                crate::http::stream::drop_caught(switch, cx.tally.panics());
+                cx.tally.panics().drop_caught(switch);
             }
             // A file is read in pieces, like any sized reader.
             After::Stream(encoder, body) => {
@@ -386,9 +387,13 @@ impl Driver {
                 busy.at = Exchange::Streaming(Streaming::new(encoder, body, panics));
             }
             After::Session(encoder, takeover) => {
-                busy.at = Exchange::Switching(Switch::Session(encoder, takeover));
+                let to = Switch::Session(encoder, takeover);
+                busy.at = Exchange::Switching(Switching::new(to, cx.tally.panics().clone()));
             }
-            After::Detach(then) => busy.at = Exchange::Switching(Switch::Detach(then)),
+            After::Detach(then) => {
+                let to = Switch::Detach(then);
+                busy.at = Exchange::Switching(Switching::new(to, cx.tally.panics().clone()));
+            }
         }
     }
 

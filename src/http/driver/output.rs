@@ -222,8 +222,12 @@ impl Driver {
         let Phase::Busy(mut busy) = std::mem::replace(&mut self.phase, Phase::Over) else {
             return Action::Close;
         };
-        let handover = match std::mem::replace(&mut busy.at, Exchange::Head) {
-            Exchange::Switching(Switch::Session(encoder, takeover)) => Handover::Session {
+        let to = match &mut busy.at {
+            Exchange::Switching(switching) => switching.hand_over(),
+            _ => Switch::Gone,
+        };
+        let handover = match to {
+            Switch::Session(encoder, takeover) => Handover::Session {
                 takeover,
                 encoder,
                 input: match busy.read.is_empty() {
@@ -231,11 +235,11 @@ impl Driver {
                     false => Some(std::mem::replace(&mut busy.read, cx.pools.read())),
                 },
             },
-            Exchange::Switching(Switch::Detach(then)) => Handover::Detach {
+            Switch::Detach(then) => Handover::Detach {
                 then,
                 leftover: busy.read.filled().to_vec(),
             },
-            _ => {
+            Switch::Gone => {
                 busy.release(cx.pools);
                 return Action::Close;
             }

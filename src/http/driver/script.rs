@@ -8,9 +8,9 @@ use std::io::{self, ErrorKind, Read, Write};
 
 use super::{Io, Tally};
 use crate::http::budget::Budget;
+use crate::http::panics::Panics;
 use crate::http::refusal::Refusal;
 use crate::http::request_head::{RequestHead, Version};
-use crate::stats::Panics;
 
 /// A turn's [`Cx`](super::Cx) made from a harness's `rules`, `pools`, `tally`, `now` and `date`
 /// fields, each borrowed on its own, so that the harness's driver and stream stay free to use.

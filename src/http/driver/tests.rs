@@ -725,6 +725,44 @@ fn an_upgrade_hands_the_connection_over_with_the_bytes_after_its_request() {
     );
 }
 
+/// Handler code whose `Drop` panics.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("dropped");
+    }
+}
+
+/// An upgrade whose 101 never goes out (its client takes nothing) and whose callback panics
+/// when dropped: the cut connection drops it caught, and counts the panic.
+fn stalled_upgrade() -> Bench {
+    let upgrade = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n";
+    Bench::stalled(
+        upgrade,
+        |_| {},
+        |_, _| {
+            let held = PanicsWhenDropped;
+            Answer::Returned(Response::upgrade("x", move |_| drop(held)))
+        },
+    )
+}
+
+#[test]
+fn a_switch_whose_response_is_cut_as_too_slow_is_dropped_caught() {
+    let mut b = stalled_upgrade();
+    b.at(RATE.grace.as_secs() + 1);
+    assert!(!b.expire(), "cut: nothing went out");
+    assert_eq!(b.tally.panics.counted(), 1);
+}
+
+#[test]
+fn a_switch_whose_connection_closes_before_its_response_is_out_is_dropped_caught() {
+    let mut b = stalled_upgrade();
+    assert_eq!(shown(&b.driver.close(&mut b.pools)), "close");
+    assert_eq!(b.tally.panics.counted(), 1);
+}
+
 #[test]
 fn the_client_closing_closes() {
     let mut b = Bench::new();

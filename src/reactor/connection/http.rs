@@ -5,7 +5,7 @@ use super::session::loop_waker;
 use super::{Connection, Cx, Next, Phase};
 use crate::Handler;
 use crate::handler::answer;
-use crate::http::conn::Answer;
+use crate::http::answer::Answer;
 use crate::http::driver::{self, Action, Handover, Request};
 use crate::http::request_head::RequestHead;
 use crate::http::session::Start;
