@@ -255,7 +255,8 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The deadline passed: the driver says what it means (drive on to write a `408`).
+    /// The deadline passed: the driver says what it means (drive on: to write the `408` of a
+    /// request it refused as late, or output that waited for its client).
     fn expire(&mut self) {
         if self.flow == Flow::Closed {
             return;
@@ -264,7 +265,9 @@ impl<'a> Run<'a> {
         let answers = self.driver.expire(&mut self.io, &mut cx);
         let refusals = self.tally.refusals.borrow().len();
         if answers {
-            self.expect_error(408);
+            if refusals > self.refusals_seen {
+                self.expect_error(408);
+            }
             self.refusals_seen = refusals;
             self.turn();
         } else {
