@@ -14,6 +14,7 @@ use crate::http::budget::Budget;
 use crate::http::session::Wake;
 use crate::net::transport::Address;
 use crate::stats::{Activity, Counters, Refusal, Stats, StatsHandle};
+use crate::upgraded::ShutdownSignal;
 use crate::{Error, ErrorKind};
 
 impl Wake for Poller {
@@ -26,6 +27,8 @@ impl Wake for Poller {
 pub(crate) struct Control {
     /// Set once when shutdown begins.
     pub(crate) shutting_down: AtomicBool,
+    /// The same, for upgraded connections' callbacks to learn of it.
+    pub(crate) shutdown_signal: ShutdownSignal,
     /// Open connections (accepted and not yet closed).
     pub(crate) open: AtomicUsize,
     /// Threads started for sessions (WebSockets and event streams on the server engine),
@@ -62,6 +65,7 @@ impl Control {
     pub(crate) fn new(loops: usize, budget: usize) -> Self {
         Control {
             shutting_down: AtomicBool::new(false),
+            shutdown_signal: ShutdownSignal::default(),
             open: AtomicUsize::new(0),
             sessions: Detached::default(),
             upgrades: Detached::default(),
@@ -517,6 +521,7 @@ impl ShutdownHandle {
         // A successor has its own copies; without one, new connects are refused at once.
         self.control.close_listeners();
         self.control.shutting_down.store(true, Ordering::Release);
+        self.control.shutdown_signal.begin();
         for w in &self.wakers {
             let _ = w.notify();
         }

@@ -191,4 +191,4 @@ pub use net::transport::{Address, Listener, Transport};
 pub use rate::MinRate;
 pub use router::Router;
 pub use serve_dir::ServeDir;
-pub use upgraded::Upgraded;
+pub use upgraded::{ShutdownSignal, Upgraded};

@@ -5,6 +5,8 @@
 use std::any::Any;
 use std::fmt;
 use std::io::{self, Read, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::transport::{Stream, Transport};
 
@@ -15,16 +17,31 @@ pub struct Upgraded {
     stream: Stream,
     leftover: Vec<u8>,
     pos: usize,
+    shutdown: ShutdownSignal,
 }
 
 impl Upgraded {
-    pub(crate) fn new(mut stream: Stream, leftover: Vec<u8>) -> io::Result<Upgraded> {
+    pub(crate) fn new(
+        mut stream: Stream,
+        leftover: Vec<u8>,
+        shutdown: ShutdownSignal,
+    ) -> io::Result<Upgraded> {
         stream.set_nonblocking(false)?;
         Ok(Upgraded {
             stream,
             leftover,
             pos: 0,
+            shutdown,
         })
+    }
+
+    /// Says when the server's shutdown begins. The shutdown does not interrupt an upgraded
+    /// connection (the server does not know its protocol): the callback ends it when it learns
+    /// of it, in its protocol's way, and `shutdown(grace)` waits for the callback up to its
+    /// grace (an engine's `wait` does not wait for it). Take it before
+    /// [`into_parts`](Self::into_parts) or [`into_stream`](Self::into_stream).
+    pub fn shutdown_signal(&self) -> ShutdownSignal {
+        self.shutdown.clone()
     }
 
     /// The transport and the bytes already read from it but not yet consumed. The transport is
@@ -59,6 +76,57 @@ impl Upgraded {
     }
 }
 
+/// Whether the server's shutdown began, for code the shutdown does not interrupt (an
+/// upgraded connection's callback): a handle to ask, or to wait on, from any thread.
+#[derive(Clone, Debug, Default)]
+pub struct ShutdownSignal(Arc<Latch>);
+
+/// A flag set once, and the threads waiting for it.
+#[derive(Debug, Default)]
+struct Latch {
+    began: Mutex<bool>,
+    set: Condvar,
+}
+
+impl ShutdownSignal {
+    /// The shutdown began: every waiter wakes.
+    pub(crate) fn begin(&self) {
+        *self.began_guard() = true;
+        self.0.set.notify_all();
+    }
+
+    /// Whether the shutdown began.
+    pub fn began(&self) -> bool {
+        *self.began_guard()
+    }
+
+    /// Blocks until the shutdown begins.
+    pub fn wait(&self) {
+        let began = self.began_guard();
+        let _began = self
+            .0
+            .set
+            .wait_while(began, |began| !*began)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
+    /// Blocks until the shutdown begins or `limit` passes: whether it began.
+    pub fn wait_timeout(&self, limit: Duration) -> bool {
+        let began = self.began_guard();
+        let (began, _) = self
+            .0
+            .set
+            .wait_timeout_while(began, limit, |began| !*began)
+            .unwrap_or_else(|e| e.into_inner());
+        *began
+    }
+
+    fn began_guard(&self) -> std::sync::MutexGuard<'_, bool> {
+        // Nothing panics under this lock; a poisoned flag is still a flag.
+        self.0.began.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 impl fmt::Debug for Upgraded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upgraded")
@@ -85,5 +153,28 @@ impl Write for Upgraded {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.stream.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ShutdownSignal;
+
+    #[test]
+    fn a_signal_wakes_its_waiters_once_the_shutdown_began() {
+        let signal = ShutdownSignal::default();
+        assert!(!signal.began());
+        assert!(!signal.wait_timeout(Duration::from_millis(1)));
+        let waiter = {
+            let signal = signal.clone();
+            std::thread::spawn(move || signal.wait_timeout(Duration::MAX))
+        };
+        signal.begin();
+        assert!(matches!(waiter.join(), Ok(true)));
+        assert!(signal.began());
+        signal.wait();
+        assert!(signal.wait_timeout(Duration::MAX));
     }
 }

@@ -467,6 +467,45 @@ fn shutdown_waits_for_an_upgraded_connections_callback_up_to_its_grace(engine: E
         .expect("the callback waits for its release");
 }
 
+/// An upgraded connection's callback learns that the shutdown began from its
+/// `ShutdownSignal` and ends its connection its own way: `shutdown(grace)` returns once it has,
+/// well within its grace.
+fn an_upgraded_connections_callback_learns_that_the_shutdown_began(engine: Engine) {
+    use std::io::{Read, Write};
+    let (seen, began_at_first) = channel::<bool>();
+    let seen = Mutex::new(seen);
+    let srv = start(engine, move |_: &mut Request<'_>| {
+        let seen = seen.lock().ok().map(|s| s.clone());
+        Response::upgrade("x-hold", move |mut up| {
+            let signal = up.shutdown_signal();
+            if let Some(seen) = seen {
+                let _ = seen.send(signal.began());
+            }
+            signal.wait();
+            let _ = up.write_all(b"going away");
+        })
+    });
+    let mut c = connect(srv.addr);
+    send(
+        &mut c,
+        b"GET / HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\nUpgrade: x-hold\r\n\r\n",
+    );
+    assert!(read_head(&mut c).starts_with("HTTP/1.1 101 "));
+    let began = began_at_first.recv_timeout(Duration::from_secs(10));
+    assert_eq!(began, Ok(false), "the callback runs, before any shutdown");
+    let grace = Duration::from_secs(30);
+    let started = Instant::now();
+    let result = srv.shutdown(grace);
+    let took = started.elapsed();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(took < grace / 2, "took {took:?}");
+    let mut rest = Vec::new();
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    c.read_to_end(&mut rest).expect("read to the end");
+    assert_eq!(rest, b"going away");
+}
+
 /// A WebSocket that notes when its `on_close` ran.
 struct Closing(Order);
 
@@ -518,6 +557,7 @@ fn wait_returns_after_a_websockets_closing_handshake(engine: Engine) {
 }
 
 engine_tests!(
+    an_upgraded_connections_callback_learns_that_the_shutdown_began,
     wait_does_not_wait_for_an_upgraded_connections_callback,
     shutdown_waits_for_an_upgraded_connections_callback_up_to_its_grace,
     wait_returns_after_a_websockets_closing_handshake,

@@ -19,9 +19,10 @@ pub(crate) fn detach(
 ) {
     open.set(crate::stats::Activity::Upgraded);
     let panics = control.counters.panics().clone();
+    let shutdown = control.shutdown_signal.clone();
     let spawned = control.spawn_detached("twinhttp-upgraded", Runs::Upgraded, move || {
         let _open = open;
-        match Upgraded::new(stream, leftover) {
+        match Upgraded::new(stream, leftover, shutdown) {
             Ok(up) => run_caught(then, up, &panics),
             Err(e) => {
                 log::debug!("upgrade: {e}");
