@@ -340,11 +340,10 @@ fn a_body_that_panics_when_read_and_dropped_is_counted_once(engine: Engine) {
     assert_eq!(srv.stats().panics, 1);
 }
 
-/// With pool dispatch, a client that leaves while its handler runs: the handler's response
-/// comes back to the loop for a connection that is gone, and its body (handler code) is dropped
-/// there, a panic in its `Drop` caught and counted (found by review: it killed the loop).
-#[test]
-fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
+/// A server with pool dispatch whose handler waits for its release and then answers with a
+/// body that panics when dropped; a client sent it a request and left (with a reset) while the
+/// handler ran, and the loop closed its connection. The sender releases the handler.
+fn a_client_left_while_its_handler_ran() -> (support::TestServer, std::sync::mpsc::Sender<()>) {
     use std::sync::Mutex;
     use std::sync::mpsc::channel;
     use std::time::Duration;
@@ -359,7 +358,7 @@ fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
             "/left" => {
                 if let Ok(w) = waits.lock() {
                     let _ = w.0.send(());
-                    let _ = w.1.recv_timeout(Duration::from_secs(10));
+                    let _ = w.1.recv_timeout(Duration::from_secs(20));
                 }
                 Response::new(200).with_body(Body::reader(PanicsWhenDropped))
             }
@@ -377,6 +376,15 @@ fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
         .expect("linger");
     drop(c);
     until_none_open(&srv);
+    (srv, release)
+}
+
+/// With pool dispatch, a client that leaves while its handler runs: the handler's response
+/// comes back to the loop for a connection that is gone, and its body (handler code) is dropped
+/// there, a panic in its `Drop` caught and counted (found by review: it killed the loop).
+#[test]
+fn on_the_reactor_pool_a_response_whose_client_left_is_dropped_caught() {
+    let (srv, release) = a_client_left_while_its_handler_ran();
     release.send(()).expect("the handler waits");
     srv.stats_until("the panic counted", |st| st.panics == 1);
     for i in 0..4 {
@@ -442,3 +450,25 @@ engine_tests!(
     over_max_connections_gets_503,
     garbage_never_kills_a_worker
 );
+
+/// The reactor's pool answers a request whose client left while its handler ran, after
+/// shutdown began: the loop waits for the answer (it stays until every job it sent the pool is
+/// back) and drops it caught. (Found by review: the loop, with no connection left, ended; the
+/// answer was dropped uncaught with the loop's inbox on the pool worker, which died, and the
+/// panic of its body's `Drop` went uncounted.)
+#[test]
+fn an_answer_for_a_client_that_left_as_the_shutdown_began_is_dropped_caught() {
+    use std::time::{Duration, Instant};
+    let (srv, release) = a_client_left_while_its_handler_ran();
+    let threads = srv.stats().threads;
+    srv.shutdown_handle().shutdown();
+    // A loop with nothing open and nothing away ends at once; this one has an answer away and
+    // stays. (Bounded: with the loop staying, its thread count never falls.)
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while srv.stats().threads >= threads && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    release.send(()).expect("the handler waits for its release");
+    srv.stats_until("the body's panic counted", |st| st.panics == 1);
+    assert!(srv.shutdown(Duration::from_secs(10)).is_ok());
+}

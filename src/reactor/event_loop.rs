@@ -102,8 +102,11 @@ pub(crate) struct EventLoop<H> {
     blocking: Blocking,
     /// The `Date` line of the loop's responses.
     date: DateLine,
-    /// Session batches (a WebSocket's callbacks) on the pool. At shutdown the loop stays until
-    /// each is back: one whose connection went meanwhile still gets its last calls (`on_close`).
+    /// Jobs on the pool that answer back: a request's handler, a streamed body's piece, a
+    /// session's callbacks (a WebSocket's). At shutdown the loop stays until each is back: what
+    /// comes back for a connection that went meanwhile is handler code, dropped here caught (a
+    /// response, its body) or given its last calls (a WebSocket's `on_close`); with the loop
+    /// gone, it was dropped uncaught on the worker that answered.
     away: usize,
 }
 
@@ -269,6 +272,7 @@ impl<H: Handler> EventLoop<H> {
     }
 
     fn complete(&mut self, done: Done, now: Instant) {
+        self.away = self.away.saturating_sub(1);
         match done {
             Done::Http {
                 key,
@@ -312,7 +316,6 @@ impl<H: Handler> EventLoop<H> {
                 }
             }
             Done::Session { key, id, mut work } => {
-                self.away = self.away.saturating_sub(1);
                 let (mut cx, conns) = self.cx(now, key, false);
                 match conns.get_mut(key) {
                     Some(conn) if conn.id == id => {

@@ -39,6 +39,7 @@ impl Connection {
                     // the gauge of before, which the loop settles only after this step).
                     Some(pool) => {
                         self._open.set(Activity::Writing);
+                        *cx.away = cx.away.saturating_add(1);
                         pool.send(Job::Http {
                             key: cx.key,
                             id: self.id,
@@ -77,12 +78,15 @@ impl Connection {
                 }
                 Action::Produce => match cx.pool {
                     Some(pool) => match driver.lend_producer() {
-                        Some((streaming, out)) => pool.send(Job::Produce {
-                            key: cx.key,
-                            id: self.id,
-                            streaming,
-                            out,
-                        }),
+                        Some((streaming, out)) => {
+                            *cx.away = cx.away.saturating_add(1);
+                            pool.send(Job::Produce {
+                                key: cx.key,
+                                id: self.id,
+                                streaming,
+                                out,
+                            });
+                        }
                         None => return Next::Again,
                     },
                     None => {

@@ -46,7 +46,8 @@ pub(crate) struct Cx<'a, H> {
     pub(crate) date: &'a mut DateLine,
     /// The wake-up that brought the connection here reported it readable.
     pub(crate) readable: bool,
-    /// The loop's count of session batches on the pool.
+    /// The loop's count of jobs on the pool that answer back (a request's handler, a streamed
+    /// body's piece, a session's callbacks).
     pub(crate) away: &'a mut usize,
 }
 
