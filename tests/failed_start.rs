@@ -8,7 +8,6 @@ mod support;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use twinhttp::{Request, Response};
 
 /// What a failed start logs when it had started threads (the part-way case).
@@ -40,17 +39,7 @@ fn fails_part_way(
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr: SocketAddr = listener.local_addr().expect("address");
     // Room for the start's buffers and a few stacks, not for the 64 workers'.
-    let before = getrlimit(Resource::As);
-    setrlimit(
-        Resource::As,
-        Rlimit {
-            current: Some(support::mapped() + 12 * 1024 * 1024),
-            maximum: before.maximum,
-        },
-    )
-    .expect("lower the address-space limit");
-    let started = start(listener);
-    setrlimit(Resource::As, before).expect("restore the address-space limit");
+    let started = support::with_address_space(12 * 1024 * 1024, || start(listener));
     if let Ok(stop) = started {
         stop();
         panic!("{name}: started with {MANY} workers in a limited address space");

@@ -8,7 +8,6 @@ use std::io::Read;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use support::ws_raw::{self, BINARY, TEXT};
 use support::{Engine, start};
 use twinhttp::Request;
@@ -43,21 +42,13 @@ fn a_session_whose_thread_cannot_start_gets_its_on_close() {
 
     // Room for the upgrade's buffers, not for a thread's 2 MiB stack. (No thread of this
     // process has exited, so glibc has no cached stack to give the new one without a mapping.)
-    let before = getrlimit(Resource::As);
-    setrlimit(
-        Resource::As,
-        Rlimit {
-            current: Some(support::mapped() + 1024 * 1024),
-            maximum: before.maximum,
-        },
-    )
-    .expect("lower the address-space limit");
-    let mut second = support::connect(srv.addr);
-    let upgrade = b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-        Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-    std::io::Write::write_all(&mut second, upgrade).expect("upgrade");
-    let closed = closes.recv_timeout(Duration::from_secs(10));
-    setrlimit(Resource::As, before).expect("restore the address-space limit");
+    let (mut second, closed) = support::with_address_space(1024 * 1024, || {
+        let mut second = support::connect(srv.addr);
+        let upgrade = b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+        std::io::Write::write_all(&mut second, upgrade).expect("upgrade");
+        (second, closes.recv_timeout(Duration::from_secs(10)))
+    });
     assert_eq!(
         closed,
         Ok("closed"),

@@ -18,29 +18,53 @@ pub(crate) fn detach(
     mut open: OpenGuard,
 ) {
     open.set(crate::stats::Activity::Upgraded);
-    let panics = control.counters.panics().clone();
+    let callback = Callback {
+        then,
+        panics: control.counters.panics().clone(),
+    };
     let shutdown = control.shutdown_signal.clone();
     let spawned = control.spawn_detached("twinhttp-upgraded", Runs::Upgraded, move || {
         let _open = open;
         match Upgraded::new(stream, leftover, shutdown) {
-            Ok(up) => run_caught(then, up, &panics),
-            Err(e) => {
-                log::debug!("upgrade: {e}");
-                panics.drop_caught(then);
-            }
+            Ok(up) => callback.run(up),
+            // The callback is dropped unrun, caught.
+            Err(e) => log::debug!("upgrade: {e}"),
         }
     });
+    // The callback is dropped unrun with the thread's closure, caught, on this thread.
     if let Err(e) = spawned {
         log::error!("cannot start a connection thread: {e}; closing it");
     }
 }
 
-/// Runs an upgraded connection's callback, handler code: a panic in it ends its thread, the
-/// connection with it, and is counted with the handlers' panics.
-fn run_caught(then: Box<dyn FnOnce(Upgraded) + Send>, up: Upgraded, panics: &Panics) {
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || then(up)));
-    if ran.is_err() {
-        panics.count();
-        log::error!("an upgraded connection's callback panicked; closing it");
+/// An upgraded connection's callback, handler code, on its way to its thread: run there with a
+/// panic in it caught (it ends the thread and its connection), or dropped unrun with a panic in
+/// its `Drop` caught (no thread could be started: dropped where the spawn failed, on an event
+/// loop or a worker); either is counted with the handlers' panics.
+struct Callback {
+    then: Box<dyn FnOnce(Upgraded) + Send>,
+    panics: Panics,
+}
+
+impl Callback {
+    fn run(mut self, up: Upgraded) {
+        let then = self.take();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || then(up)));
+        if ran.is_err() {
+            self.panics.count();
+            log::error!("an upgraded connection's callback panicked; closing it");
+        }
+    }
+
+    /// The callback, a no-op left in its place (a `Box` of it allocates nothing).
+    fn take(&mut self) -> Box<dyn FnOnce(Upgraded) + Send> {
+        std::mem::replace(&mut self.then, Box::new(|_| {}))
+    }
+}
+
+impl Drop for Callback {
+    fn drop(&mut self) {
+        let then = self.take();
+        self.panics.drop_caught(then);
     }
 }

@@ -303,7 +303,15 @@ fn on_a_thread<H: Handler>(
     input: Option<ReadBuf>,
     pools: &mut Pools,
 ) -> Option<Connection> {
-    let waiter = Arc::new(Waiter::new().ok()?);
+    let waiter = match Waiter::new() {
+        Ok(waiter) => Arc::new(waiter),
+        Err(e) => {
+            log::error!("cannot make a session thread's waker: {e}; closing its connection");
+            // Its handler is handler code, dropped caught.
+            shared.control.counters.panics().drop_caught(takeover);
+            return None;
+        }
+    };
     let session = takeover.start(starting(shared, &conn, Box::new(waiter.clone()), encoder));
     let leftover = input.as_ref().map_or(Vec::new(), |b| b.filled().to_vec());
     if let Some(buf) = input {

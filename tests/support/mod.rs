@@ -20,7 +20,7 @@ pub mod ws_raw;
 /// The process's mapped address space, in bytes (`VmSize`): for the tests that lower its
 /// limit (`RLIMIT_AS`) to make a thread's stack fail.
 #[cfg(target_os = "linux")]
-pub fn mapped() -> u64 {
+fn mapped() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("status");
     let line = status
         .lines()
@@ -32,6 +32,27 @@ pub fn mapped() -> u64 {
         .and_then(|n| n.parse().ok())
         .expect("a number");
     kib * 1024
+}
+
+/// Runs `f` with the process's address space limited to what is mapped and `room` bytes more
+/// (`RLIMIT_AS`), then restores the limit: room for a few buffers, not for a thread's 2 MiB
+/// stack. (A thread's stack fails only while no thread of the process has exited: glibc gives a
+/// new thread a cached stack without a mapping.)
+#[cfg(target_os = "linux")]
+pub fn with_address_space<T>(room: u64, f: impl FnOnce() -> T) -> T {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let before = getrlimit(Resource::As);
+    setrlimit(
+        Resource::As,
+        Rlimit {
+            current: Some(mapped() + room),
+            maximum: before.maximum,
+        },
+    )
+    .expect("lower the address-space limit");
+    let out = f();
+    setrlimit(Resource::As, before).expect("restore the address-space limit");
+    out
 }
 
 /// The engine configurations every behaviour test runs against.
