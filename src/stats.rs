@@ -415,8 +415,8 @@ pub struct Stats {
     /// connection closed), a streamed response body producing a piece (its response cut), or
     /// the `Drop` of handler code the server drops: a response body, an upgrade's callback or
     /// a WebSocket handler whose switch was refused or never made, a WebSocket handler once
-    /// its connection ended (one a body: a `Drop` that panics after a piece did is logged, not
-    /// counted again).
+    /// its connection ended (one a body or WebSocket handler: a `Drop` that panics after a
+    /// piece or a callback did is logged, not counted again).
     pub panics: u64,
     /// Handler calls, and pieces of streamed response bodies, that held a reactor loop longer
     /// than its blocking-warning threshold (inline dispatch;

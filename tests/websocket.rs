@@ -93,6 +93,7 @@ fn ws_app(req: &mut Request<'_>) -> Response {
             .accept(|_: &WsSender, _: WsMessage| {}),
         "/panic" => upgrade.accept(|_: &WsSender, _: WsMessage| panic!("on purpose")),
         "/panics-when-dropped" => upgrade.accept(EchoPanicsWhenDropped),
+        "/panics-twice" => upgrade.accept(PanicsTwice),
         "/origin" => match upgrade.check_origin(|o| o == Some("https://good.example")) {
             Ok(u) => u.accept(|_: &WsSender, _: WsMessage| {}),
             Err(refusal) => refusal,
@@ -863,6 +864,45 @@ fn a_handler_that_panics_when_dropped_is_counted(engine: Engine) {
     assert_eq!(srv.stats().panics, 2);
 }
 
+/// A handler that panics on a message, and again when dropped (on the state the first panic
+/// left).
+struct PanicsTwice;
+
+impl WsHandler for PanicsTwice {
+    fn on_message(&mut self, _: &WsSender, _: WsMessage) {
+        panic!("a websocket callback panics");
+    }
+}
+
+impl Drop for PanicsTwice {
+    fn drop(&mut self) {
+        panic!("and its handler when dropped");
+    }
+}
+
+/// One panic a handler, as one a response body: a `Drop` that panics after a callback did is
+/// logged, not counted again (found by review: counted twice).
+fn a_handler_that_panics_and_then_panics_when_dropped_is_counted_once(engine: Engine) {
+    let srv = start(engine, ws_app);
+    let mut ws = client(srv.addr, "/panics-twice");
+    ws.send(Message::text("boom")).expect("send");
+    assert_eq!(close_code(&mut ws), Some(CloseCode::Error));
+    drop(ws);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while srv.open_connections() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the connection never ended"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Its handler is dropped as its connection ends, on whichever thread ends it.
+    let mut ws = client(srv.addr, "/ws");
+    ws.send(Message::text("alive")).expect("send");
+    assert_eq!(ws.read().expect("read"), Message::text("alive"));
+    assert_eq!(srv.stats().panics, 1);
+}
+
 fn generic_upgrade_and_blocking_websocket(engine: Engine) {
     let srv = start(engine, ws_app);
     let mut s = connect(srv.addr);
@@ -1114,6 +1154,7 @@ engine_tests!(
     a_websocket_upgraded_as_shutdown_begins_gets_1001,
     panicking_callback_closes_with_1011,
     a_handler_that_panics_when_dropped_is_counted,
+    a_handler_that_panics_and_then_panics_when_dropped_is_counted_once,
     generic_upgrade_and_blocking_websocket,
     idle_ping_and_timeout,
 );

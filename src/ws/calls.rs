@@ -7,6 +7,7 @@ use tungstenite::Bytes;
 use tungstenite::protocol::CloseFrame;
 
 use super::{WsHandler, WsMessage, WsSender};
+use crate::http::panics::panics_when_dropped;
 use crate::http::session::Work;
 use crate::stats::Panics;
 
@@ -22,17 +23,49 @@ pub(crate) enum Call {
 /// The connection's handler, and where its panics are counted: with the connection, or with its
 /// callbacks on a pool worker.
 pub(crate) struct Callee {
-    pub(crate) handler: Box<dyn WsHandler>,
-    pub(crate) panics: Panics,
+    handler: Box<dyn WsHandler>,
+    panics: Panics,
+    counted: Counted,
+}
+
+/// Whether a panic of the handler's was counted: one a handler, as one a response body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counted {
+    Nothing,
+    Panic,
+}
+
+impl Callee {
+    pub(crate) fn new(handler: Box<dyn WsHandler>, panics: Panics) -> Self {
+        Callee {
+            handler,
+            panics,
+            counted: Counted::Nothing,
+        }
+    }
+
+    /// A callback panicked: counted.
+    fn panicked(&mut self) {
+        self.panics.count();
+        self.counted = Counted::Panic;
+    }
 }
 
 /// The handler is handler code to its `Drop`: wherever the connection ends (its event loop, a
 /// pool worker with its last callbacks, its own thread), a panic there is caught and counted,
-/// as one in a callback is.
+/// as one in a callback is (not again after one: its `Drop` may panic on the state the first
+/// panic left).
 impl Drop for Callee {
     fn drop(&mut self) {
         let handler = std::mem::replace(&mut self.handler, Box::new(Dropped));
-        self.panics.drop_caught(handler);
+        match self.counted {
+            Counted::Nothing => self.panics.drop_caught(handler),
+            Counted::Panic => {
+                if panics_when_dropped(handler) {
+                    log::error!("websocket handler panicked again when dropped");
+                }
+            }
+        }
     }
 }
 
@@ -108,7 +141,7 @@ impl Work for Calls {
             }));
             if ran.is_err() {
                 log::error!("websocket handler panicked; closing with 1011");
-                self.handler.panics.count();
+                self.handler.panicked();
                 self.handler_is = HandlerIs::Panicked;
             }
         }

@@ -553,10 +553,7 @@ mod tests {
 
     /// `handler`, its panics counted nowhere.
     fn callee(handler: impl WsHandler) -> Callee {
-        Callee {
-            handler: Box::new(handler),
-            panics: Panics::default(),
-        }
+        Callee::new(Box::new(handler), Panics::default())
     }
 
     /// Records the callbacks; echoes messages; panics on the message "panic".

@@ -155,10 +155,7 @@ impl Takeover for Accepted {
             start.peer,
             &start.budget,
         );
-        let handler = Callee {
-            handler: self.handler,
-            panics: start.panics,
-        };
+        let handler = Callee::new(self.handler, start.panics);
         let conn = WsConn::new(handler, self.config, sender, start.now, start.rate);
         Box::new(conn)
     }
