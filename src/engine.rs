@@ -65,7 +65,7 @@ impl Control {
     pub(crate) fn new(loops: usize, budget: usize) -> Self {
         Control {
             shutting_down: AtomicBool::new(false),
-            shutdown_signal: ShutdownSignal::default(),
+            shutdown_signal: ShutdownSignal::new(),
             open: AtomicUsize::new(0),
             sessions: Detached::default(),
             upgrades: Detached::default(),

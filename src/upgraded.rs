@@ -38,7 +38,8 @@ impl Upgraded {
     /// Says when the server's shutdown begins. The shutdown does not interrupt an upgraded
     /// connection (the server does not know its protocol): the callback ends it when it learns
     /// of it, in its protocol's way, and `shutdown(grace)` waits for the callback up to its
-    /// grace (an engine's `wait` does not wait for it). Take it before
+    /// grace (an engine's own `wait` does not wait for it). A blocking WebSocket
+    /// (`accept_blocking`) has it from its socket: `ws.get_ref().shutdown_signal()`. Take it before
     /// [`into_parts`](Self::into_parts) or [`into_stream`](Self::into_stream).
     pub fn shutdown_signal(&self) -> ShutdownSignal {
         self.shutdown.clone()
@@ -78,7 +79,7 @@ impl Upgraded {
 
 /// Whether the server's shutdown began, for code the shutdown does not interrupt (an
 /// upgraded connection's callback): a handle to ask, or to wait on, from any thread.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ShutdownSignal(Arc<Latch>);
 
 /// A flag set once, and the threads waiting for it.
@@ -89,6 +90,11 @@ struct Latch {
 }
 
 impl ShutdownSignal {
+    /// A signal of a server not shutting down (one per running engine).
+    pub(crate) fn new() -> Self {
+        ShutdownSignal(Arc::default())
+    }
+
     /// The shutdown began: every waiter wakes.
     pub(crate) fn begin(&self) {
         *self.began_guard() = true;
@@ -158,21 +164,34 @@ impl Write for Upgraded {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use super::ShutdownSignal;
 
     #[test]
     fn a_signal_wakes_its_waiters_once_the_shutdown_began() {
-        let signal = ShutdownSignal::default();
+        let signal = ShutdownSignal::new();
         assert!(!signal.began());
         assert!(!signal.wait_timeout(Duration::from_millis(1)));
+        let (waiting, waits) = std::sync::mpsc::channel();
         let waiter = {
             let signal = signal.clone();
-            std::thread::spawn(move || signal.wait_timeout(Duration::MAX))
+            std::thread::spawn(move || {
+                let _ = waiting.send(());
+                let started = Instant::now();
+                (
+                    signal.wait_timeout(Duration::from_secs(60)),
+                    started.elapsed(),
+                )
+            })
         };
+        waits.recv().expect("the waiter runs");
         signal.begin();
-        assert!(matches!(waiter.join(), Ok(true)));
+        // Woken, not timed out: 60 s would be taken by a waiter the signal does not wake.
+        match waiter.join() {
+            Ok((began, took)) => assert!(began && took < Duration::from_secs(30), "{took:?}"),
+            Err(_) => panic!("the waiter panicked"),
+        }
         assert!(signal.began());
         signal.wait();
         assert!(signal.wait_timeout(Duration::MAX));

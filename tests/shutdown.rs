@@ -506,6 +506,45 @@ fn an_upgraded_connections_callback_learns_that_the_shutdown_began(engine: Engin
     assert_eq!(rest, b"going away");
 }
 
+/// A blocking WebSocket (`accept_blocking`) learns it from its socket's signal too, and closes
+/// with 1001 its own way.
+fn a_blocking_websocket_learns_that_the_shutdown_began(engine: Engine) {
+    let srv = start(engine, |req: &mut Request<'_>| {
+        match req.upgrade_websocket() {
+            Ok(u) => u.accept_blocking(|mut ws| {
+                ws.get_ref().shutdown_signal().wait();
+                let away = tungstenite::protocol::CloseFrame {
+                    code: CloseCode::Away,
+                    reason: "shutting down".into(),
+                };
+                let _ = ws.close(Some(away));
+                while ws.read().is_ok() {}
+            }),
+            Err(refusal) => refusal,
+        }
+    });
+    let socket = TcpStream::connect(srv.addr).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let (mut ws, _) =
+        tungstenite::client::client(format!("ws://{}/ws", srv.addr), socket).expect("handshake");
+    let handle = srv.shutdown_handle();
+    let shutting_down = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
+    handle.shutdown();
+    let code = loop {
+        match ws.read() {
+            Ok(tungstenite::Message::Close(frame)) => break frame.map(|f| f.code),
+            Ok(_) => {}
+            Err(e) => panic!("no close frame: {e}"),
+        }
+    };
+    assert_eq!(code, Some(CloseCode::Away));
+    while ws.read().is_ok() {}
+    let result = shutting_down.join().expect("the shutdown");
+    assert!(result.is_ok(), "{result:?}");
+}
+
 /// A WebSocket that notes when its `on_close` ran.
 struct Closing(Order);
 
@@ -557,6 +596,7 @@ fn wait_returns_after_a_websockets_closing_handshake(engine: Engine) {
 }
 
 engine_tests!(
+    a_blocking_websocket_learns_that_the_shutdown_began,
     an_upgraded_connections_callback_learns_that_the_shutdown_began,
     wait_does_not_wait_for_an_upgraded_connections_callback,
     shutdown_waits_for_an_upgraded_connections_callback_up_to_its_grace,
