@@ -1,11 +1,11 @@
 //! The one `Handler` trait both engines run.
 
 use std::io::Read;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::http::address::Address;
 use crate::http::answer::Answer;
+use crate::http::panics::catch;
 use crate::http::request_head::RequestHead;
 use crate::stats::Counters;
 use crate::{Request, Response};
@@ -159,9 +159,8 @@ pub(crate) fn answer<H: Handler + ?Sized>(
     peer: Option<&Address>,
     counters: &Counters,
 ) -> Answer {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        handler.handle(&mut Request::new(head, body, peer).within(counters.budget()))
-    }));
+    let outcome =
+        catch(|| handler.handle(&mut Request::new(head, body, peer).within(counters.budget())));
     match outcome {
         Ok(response) => Answer::Returned(response),
         Err(_) => {

@@ -311,6 +311,30 @@ fn an_upgraded_connections_callback_that_panics_is_counted(engine: Engine) {
     assert_eq!(srv.stats().panics, 1);
 }
 
+/// A handler that panics with a payload (`panic_any`) whose own `Drop` panics: the payload is
+/// handler code too, dropped caught; the request is answered 500 and the thread that ran the
+/// handler goes on (found by review: the payload was dropped outside the catch, and the second
+/// panic killed the worker or the event loop; on the reactor's pool the loop then waited for
+/// ever at shutdown for the answer that never came).
+fn a_panic_whose_payload_panics_when_dropped_costs_one_500(engine: Engine) {
+    use twinhttp::{Request, Response};
+    let cfg = Config {
+        workers: 1,
+        ..Config::default()
+    };
+    let srv = start_with(engine, cfg, |req: &mut Request<'_>| match req.path() {
+        "/bomb" => std::panic::panic_any(PanicsWhenDropped),
+        _ => Response::text("ok"),
+    });
+    let r = Client::new(srv.addr).roundtrip(b"GET /bomb HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.status, 500);
+    for i in 0..4 {
+        assert!(answered(srv.addr), "request {i} after it");
+    }
+    assert_eq!(srv.stats().panics, 1);
+    assert!(srv.shutdown(std::time::Duration::from_secs(10)).is_ok());
+}
+
 /// A body that panics while it is read and again when it is dropped (the state the first panic
 /// left) is one panic, counted once (found by review: counted twice).
 struct PanicsReadAndDropped;
@@ -439,6 +463,7 @@ fn a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught(engine: Engine
 }
 
 engine_tests!(
+    a_panic_whose_payload_panics_when_dropped_costs_one_500,
     an_upgraded_connections_callback_that_panics_is_counted,
     a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught,
     a_refused_upgrade_whose_callback_panics_when_dropped_costs_nothing,

@@ -2,6 +2,7 @@
 //! (a streamed body, a switch, a WebSocket handler), and dropping such code with a panic in its
 //! `Drop` caught. The engines' live counters hold one and pass it in.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
@@ -35,5 +36,48 @@ impl Panics {
 
 /// Drops `value` with a panic in its `Drop` caught: whether there was one.
 pub(crate) fn panics_when_dropped<T>(value: T) -> bool {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).is_err()
+    catch(|| drop(value)).is_err()
+}
+
+/// Handler code panicked (the panic was caught).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Panicked;
+
+/// Runs `f`, handler code, with a panic in it caught. The panic's payload is the handler's too
+/// (a value `std::panic::panic_any` carried): it is dropped caught, and one whose own `Drop`
+/// panics again is forgotten (its bytes leaked) rather than unwound through the thread that
+/// caught the first panic.
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Panicked> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        if let Err(again) = std::panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            std::mem::forget(again);
+        }
+        Panicked
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Panicked, Panics, catch};
+
+    /// A panic's payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("a panic's payload panics when dropped");
+        }
+    }
+
+    #[test]
+    fn a_panic_whose_payload_panics_when_dropped_is_caught() {
+        assert_eq!(
+            catch(|| std::panic::panic_any(Bomb)),
+            Err::<(), _>(Panicked)
+        );
+        let panics = Panics::default();
+        panics.drop_caught(Bomb);
+        assert_eq!(panics.counted(), 1);
+        assert_eq!(catch(|| 7), Ok(7));
+    }
 }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 
 use crate::http::conn::Encoder;
-use crate::http::panics::{Panics, panics_when_dropped};
+use crate::http::panics::{Panics, catch, panics_when_dropped};
 use crate::http::response::BodyKind;
 
 /// Bytes of a streamed response body produced per step.
@@ -134,7 +134,7 @@ impl Streaming {
     /// panic counted): the body is handler code, run on whichever thread may run it (an event
     /// loop with inline dispatch, a worker otherwise).
     pub(crate) fn produce_piece(&mut self, out: &mut Vec<u8>) -> Piece {
-        let produced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.produce(out)));
+        let produced = catch(|| self.produce(out));
         match produced {
             Ok(None) => Piece::More,
             Ok(Some(complete)) => Piece::Ended { complete },

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::engine::{Control, OpenGuard, Runs};
+use crate::http::panics::catch;
 use crate::stats::Panics;
 use crate::transport::Stream;
 use crate::upgraded::Upgraded;
@@ -49,7 +50,7 @@ struct Callback {
 impl Callback {
     fn run(mut self, up: Upgraded) {
         let then = self.take();
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || then(up)));
+        let ran = catch(move || then(up));
         if ran.is_err() {
             self.panics.count();
             log::error!("an upgraded connection's callback panicked; closing it");

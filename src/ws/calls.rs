@@ -1,13 +1,11 @@
 //! The WebSocket handler's callbacks: those due ([`Call`]), and a batch of them with the handler
 //! ([`Calls`]), run where the engine runs handler code (inline, or on a pool worker and back).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use tungstenite::Bytes;
 use tungstenite::protocol::CloseFrame;
 
 use super::{WsHandler, WsMessage, WsSender};
-use crate::http::panics::panics_when_dropped;
+use crate::http::panics::{catch, panics_when_dropped};
 use crate::http::session::Work;
 use crate::stats::Panics;
 
@@ -132,13 +130,13 @@ impl Work for Calls {
             }
             let h = &mut self.handler.handler;
             let ws = &self.sender;
-            let ran = catch_unwind(AssertUnwindSafe(|| match call {
+            let ran = catch(|| match call {
                 Call::Open => h.on_open(ws),
                 Call::Message(m) => h.on_message(ws, m),
                 Call::Ping(p) => h.on_ping(ws, &p),
                 Call::Pong(p) => h.on_pong(ws, &p),
                 Call::Close(f) => h.on_close(f),
-            }));
+            });
             if ran.is_err() {
                 log::error!("websocket handler panicked; closing with 1011");
                 self.handler.panicked();
