@@ -83,9 +83,20 @@ impl PoolSender {
         PoolSender { jobs, completions }
     }
 
+    /// Sends a job that answers nothing back (a body to drop, a session's last calls).
     pub(crate) fn send(&self, job: Job) {
         // Unbounded by type, bounded by max_connections (one job per connection).
         let _ = self.jobs.send((job, self.completions.clone()));
+    }
+
+    /// Sends a job whose outcome comes back to the loop, counted in `away` until it does. (The
+    /// queue is gone only when every worker is: the job is dropped with its handler code, caught
+    /// where it holds any, and its connection waits for its deadline.)
+    pub(crate) fn send_back(&self, job: Job, away: &mut usize) {
+        match self.jobs.send((job, self.completions.clone())) {
+            Ok(()) => *away = away.saturating_add(1),
+            Err(_) => log::error!("the reactor's pool takes no more jobs"),
+        }
     }
 }
 

@@ -39,14 +39,14 @@ impl Connection {
                     // the gauge of before, which the loop settles only after this step).
                     Some(pool) => {
                         self._open.set(Activity::Writing);
-                        *cx.away = cx.away.saturating_add(1);
-                        pool.send(Job::Http {
+                        let job = Job::Http {
                             key: cx.key,
                             id: self.id,
                             head,
                             body,
                             peer: Some(self.peer.clone()),
-                        });
+                        };
+                        pool.send_back(job, cx.away);
                     }
                     None => {
                         // Counted as served while its handler runs (a `/stats` handler sees
@@ -79,13 +79,13 @@ impl Connection {
                 Action::Produce => match cx.pool {
                     Some(pool) => match driver.lend_producer() {
                         Some((streaming, out)) => {
-                            *cx.away = cx.away.saturating_add(1);
-                            pool.send(Job::Produce {
+                            let job = Job::Produce {
                                 key: cx.key,
                                 id: self.id,
                                 streaming,
                                 out,
-                            });
+                            };
+                            pool.send_back(job, cx.away);
                         }
                         None => return Next::Again,
                     },

@@ -96,12 +96,12 @@ impl Connection {
             session::Next::Again => Next::Again,
             session::Next::Dispatch => match (cx.pool, driver.take_work()) {
                 (Some(pool), Some(work)) => {
-                    *cx.away = cx.away.saturating_add(1);
-                    pool.send(Job::Session {
+                    let job = Job::Session {
                         key: cx.key,
                         id: self.id,
                         work,
-                    });
+                    };
+                    pool.send_back(job, cx.away);
                     Self::busy()
                 }
                 // Nothing would bring it back: closed rather than left waiting for ever.
