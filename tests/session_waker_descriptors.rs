@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+use rustix::process::Resource;
 use support::{Client, Engine, start};
 use twinhttp::Request;
 use twinhttp::ws::{RequestExt, WsHandler, WsMessage, WsSender};
@@ -46,22 +46,14 @@ fn a_websocket_with_no_descriptor_for_its_thread_drops_its_handler_caught() {
     let lowest_free = std::fs::File::open("/dev/null")
         .expect("a probe")
         .as_raw_fd();
-    let before = getrlimit(Resource::Nofile);
-    setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: Some(lowest_free as u64),
-            maximum: before.maximum,
-        },
-    )
-    .expect("lower the descriptor limit");
+    let lowered = support::lower_limit(Resource::Nofile, lowest_free as u64);
     c.send(
         b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
     );
     let mut rest = Vec::new();
     let read = c.reader.read_to_end(&mut rest);
-    setrlimit(Resource::Nofile, before).expect("restore the descriptor limit");
+    drop(lowered);
     read.expect("closed by the server");
     assert!(rest.starts_with(b"HTTP/1.1 101"), "{rest:?}");
     srv.stats_until("the handler's panic counted", |st| st.panics == 1);

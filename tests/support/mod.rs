@@ -40,19 +40,42 @@ fn mapped() -> u64 {
 /// new thread a cached stack without a mapping.)
 #[cfg(target_os = "linux")]
 pub fn with_address_space<T>(room: u64, f: impl FnOnce() -> T) -> T {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let before = getrlimit(Resource::As);
-    setrlimit(
-        Resource::As,
-        Rlimit {
-            current: Some(mapped() + room),
-            maximum: before.maximum,
-        },
-    )
-    .expect("lower the address-space limit");
-    let out = f();
-    setrlimit(Resource::As, before).expect("restore the address-space limit");
-    out
+    let _lowered = lower_limit(rustix::process::Resource::As, mapped() + room);
+    f()
+}
+
+/// A process limit lowered for a test, restored when dropped: also when the test fails while
+/// it holds (a panic's report needs room, too).
+#[cfg(target_os = "linux")]
+pub struct Lowered {
+    resource: rustix::process::Resource,
+    before: rustix::process::Rlimit,
+}
+
+/// Lowers the process's soft limit of `resource` to `current`.
+#[cfg(target_os = "linux")]
+pub fn lower_limit(resource: rustix::process::Resource, current: u64) -> Lowered {
+    use rustix::process::{Rlimit, getrlimit, setrlimit};
+    let before = getrlimit(resource);
+    let lowered = Rlimit {
+        current: Some(current),
+        maximum: before.maximum,
+    };
+    setrlimit(resource, lowered).expect("lower the limit");
+    Lowered { resource, before }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Lowered {
+    fn drop(&mut self) {
+        let before = rustix::process::Rlimit {
+            current: self.before.current,
+            maximum: self.before.maximum,
+        };
+        if let Err(e) = rustix::process::setrlimit(self.resource, before) {
+            eprintln!("cannot restore a limit: {e}");
+        }
+    }
 }
 
 /// The engine configurations every behaviour test runs against.
