@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::http::address::Address;
 use crate::http::answer::Answer;
-use crate::http::panics::catch;
+use crate::http::panics::{Panicked, Panics, catch};
 use crate::http::request_head::RequestHead;
 use crate::stats::Counters;
 use crate::{Request, Response};
@@ -46,7 +46,8 @@ pub trait Handler: Send + Sync + 'static {
     /// Whether this request's body reaches the handler as it arrives, instead of whole before
     /// it runs. Asked once the request's head has come (`req`'s body is empty then). Default:
     /// no. Opt in with [`streaming`] for a handler that must process a large upload on the
-    /// fly; see there what it costs.
+    /// fly; see there what it costs. A panic here is caught, logged and counted, and the body
+    /// is then read whole first.
     fn streams_body(&self, req: &Request<'_>) -> bool {
         let _ = req;
         false
@@ -144,10 +145,28 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
     }
 }
 
-/// Asks `handler` whether the request of `head` streams its body.
+/// Asks `handler` whether the request of `head` streams its body. Handler code, asked where
+/// the engine drives the connection (a worker, the parker): a panic is caught, logged and
+/// counted in `panics`, and the body is read whole before the handler runs, as by default.
 #[cfg_attr(not(feature = "server"), allow(dead_code))]
-pub(crate) fn streams_body<H: Handler + ?Sized>(handler: &H, head: &RequestHead) -> bool {
-    handler.streams_body(&Request::new(head, &mut std::io::empty(), None))
+pub(crate) fn streams_body<H: Handler + ?Sized>(
+    handler: &H,
+    head: &RequestHead,
+    panics: &Panics,
+) -> bool {
+    let asked = catch(|| handler.streams_body(&Request::new(head, &mut std::io::empty(), None)));
+    match asked {
+        Ok(streams) => streams,
+        Err(Panicked) => {
+            panics.count();
+            log::error!(
+                "handler panicked deciding whether {} {} streams its body; reading it first",
+                head.method(),
+                head.path()
+            );
+            false
+        }
+    }
 }
 
 /// Runs `handler` for one request. A panic is caught, logged and counted (the core answers it

@@ -497,3 +497,43 @@ fn an_answer_for_a_client_that_left_as_the_shutdown_began_is_dropped_caught() {
     srv.stats_until("the body's panic counted", |st| st.panics == 1);
     assert!(srv.shutdown(Duration::from_secs(10)).is_ok());
 }
+
+/// A handler whose `streams_body` (handler code, asked where the server engine drives the
+/// connection: the parker or a worker) panics: caught, logged and counted, and the body is read
+/// whole before the handler runs, as by default; the thread that asked goes on (found by
+/// review: the worker or the parker died).
+#[cfg(feature = "server")]
+#[test]
+fn a_handler_whose_streams_body_panics_costs_nothing_else() {
+    use twinhttp::{Handler, Request, Response};
+    struct AsksAndPanics;
+    impl Handler for AsksAndPanics {
+        fn handle(&self, req: &mut Request<'_>) -> Response {
+            let mut body = String::new();
+            let _ = std::io::Read::read_to_string(req.body(), &mut body);
+            Response::text(body)
+        }
+        fn streams_body(&self, req: &Request<'_>) -> bool {
+            if req.path() == "/bomb" {
+                panic!("streams_body panics");
+            }
+            false
+        }
+    }
+    for engine in [Engine::Server, Engine::ServerNoPark] {
+        let cfg = Config {
+            workers: 1,
+            ..Config::default()
+        };
+        let srv = start_with(engine, cfg, AsksAndPanics);
+        let mut c = Client::new(srv.addr);
+        let r = c.roundtrip(b"POST /bomb HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
+        assert_eq!((r.status, r.text().as_str()), (200, "abc"), "{engine:?}");
+        // (Without parking, a connection holds its worker: the one worker is free once it goes.)
+        drop(c);
+        for i in 0..4 {
+            assert!(answered(srv.addr), "{engine:?}: request {i} after it");
+        }
+        assert_eq!(srv.stats().panics, 1, "{engine:?}");
+    }
+}

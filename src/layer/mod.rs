@@ -258,7 +258,8 @@ mod tests {
         let head = crate::http::request_head::RequestHead::parsed(
             b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n",
         );
-        assert!(crate::handler::streams_body(&streaming, &head));
-        assert!(!crate::handler::streams_body(&plain, &head));
+        let panics = crate::stats::Panics::default();
+        assert!(crate::handler::streams_body(&streaming, &head, &panics));
+        assert!(!crate::handler::streams_body(&plain, &head, &panics));
     }
 }

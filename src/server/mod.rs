@@ -267,8 +267,9 @@ impl Builder {
         let mut rules = self.settings.rules();
         // A handler that streams its body reads it on its worker, from the socket.
         let asks = handler.clone();
+        let panics = control.counters.panics().clone();
         rules.streams = Some(Streams(Arc::new(move |head| {
-            crate::handler::streams_body(&*asks, head)
+            crate::handler::streams_body(&*asks, head, &panics)
         })));
         // Buffers lent by the parker come back to the workers: they go round through this. It
         // holds as many as a loop of the reactor keeps (256 working sets, an 8 KiB read buffer
