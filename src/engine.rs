@@ -326,6 +326,16 @@ pub(crate) fn spawn(
 
 /// Joins `threads`, giving up after `grace` ([`ErrorKind::ShutdownTimedOut`]; the rest are left
 /// to finish on their own).
+/// Joins one of the engine's threads. One that ended in a panic (a bug: handler code is caught
+/// where it runs) leaves its payload here, which may be handler code (a value
+/// `std::panic::panic_any` carried): dropped caught, so that the thread that joins goes on.
+fn join(t: JoinHandle<()>) {
+    if let Err(payload) = t.join() {
+        log::error!("an engine thread ended in a panic");
+        let _ = crate::http::panics::catch(|| drop(payload));
+    }
+}
+
 pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Result<(), Error> {
     let deadline = crate::deadline::after(Instant::now(), grace);
     while threads.iter().any(|t| !t.is_finished()) {
@@ -335,7 +345,7 @@ pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Resu
         thread::sleep(Duration::from_millis(5));
     }
     for t in threads {
-        let _ = t.join();
+        join(t);
     }
     Ok(())
 }
@@ -462,7 +472,7 @@ impl Drop for Starting {
         log::error!("the engine could not start: ending the threads it had started");
         self.gate.open(Go::Home);
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            join(t);
         }
     }
 }
@@ -477,7 +487,7 @@ impl Running {
     /// for upgraded connections' callbacks (which it does not interrupt).
     pub(crate) fn wait(self) {
         for t in self.threads {
-            let _ = t.join();
+            join(t);
         }
         self.handle.control.sessions.wait_for_none(None);
     }
