@@ -324,8 +324,6 @@ pub(crate) fn spawn(
     Ok(thread::Builder::new().name(name.to_owned()).spawn(f)?)
 }
 
-/// Joins `threads`, giving up after `grace` ([`ErrorKind::ShutdownTimedOut`]; the rest are left
-/// to finish on their own).
 /// Joins one of the engine's threads. One that ended in a panic (a bug: handler code is caught
 /// where it runs) leaves its payload here, which may be handler code (a value
 /// `std::panic::panic_any` carried): dropped caught, so that the thread that joins goes on.
@@ -336,6 +334,8 @@ fn join(t: JoinHandle<()>) {
     }
 }
 
+/// Joins `threads`, giving up after `grace` ([`ErrorKind::ShutdownTimedOut`]; the rest are left
+/// to finish on their own).
 pub(crate) fn join_within(threads: Vec<JoinHandle<()>>, grace: Duration) -> Result<(), Error> {
     let deadline = crate::deadline::after(Instant::now(), grace);
     while threads.iter().any(|t| !t.is_finished()) {

@@ -90,8 +90,9 @@ impl PoolSender {
     }
 
     /// Sends a job whose outcome comes back to the loop, counted in `away` until it does. (The
-    /// queue is gone only when every worker is: the job is dropped with its handler code, caught
-    /// where it holds any, and its connection waits for its deadline.)
+    /// queue is gone only when every worker is, which only a bug could cause: the job is
+    /// dropped, its handler code caught where it holds any, and its connection is left to its
+    /// deadline if it has one.)
     pub(crate) fn send_back(&self, job: Job, away: &mut usize) {
         match self.jobs.send((job, self.completions.clone())) {
             Ok(()) => *away = away.saturating_add(1),
