@@ -327,11 +327,7 @@ fn the_access_log_names_the_client(engine: Engine) {
     // anything its log would still write.
     assert!(c.is_closed());
     drop(c);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while srv.open_connections() > 0 {
-        assert!(Instant::now() < deadline, "the connection stays open");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    srv.until_none_open();
     let prefix = format!("{} ", client.ip());
     let lines: Vec<String> = support::logs::lines()
         .into_iter()

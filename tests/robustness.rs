@@ -91,14 +91,7 @@ fn over_max_connections_gets_503(engine: Engine) {
     assert_eq!(r.text(), "Service Unavailable");
     drop((held, extra));
     // Once the server has seen the held connections close, a new one is served again.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while srv.open_connections() > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "connections never closed"
-        );
-        std::thread::yield_now();
-    }
+    srv.until_none_open();
     assert_eq!(Client::new(srv.addr).roundtrip(GET).status, 200);
 }
 
@@ -242,16 +235,6 @@ fn answered(addr: std::net::SocketAddr) -> bool {
     c.try_send(GET) && matches!(c.read_response(false), Some(r) if r.status == 200)
 }
 
-/// Waits (bounded) until the server has no open connection.
-fn until_none_open(srv: &support::TestServer) {
-    use std::time::{Duration, Instant};
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while srv.open_connections() > 0 {
-        assert!(Instant::now() < deadline, "a connection never closed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// An upgrade the request does not allow (no `Connection: upgrade`, the client's choice) is
 /// answered 426 and its callback dropped, handler code whose `Drop` may panic: the panic is
 /// caught and counted, and the thread that dropped it goes on (found by review: it killed the
@@ -359,7 +342,7 @@ fn a_body_that_panics_when_read_and_dropped_is_counted_once(engine: Engine) {
     let mut c = support::connect(srv.addr);
     std::io::Write::write_all(&mut c, b"GET /twice HTTP/1.1\r\nHost: t\r\n\r\n").expect("send");
     let _ = c.read_to_end(&mut Vec::new());
-    until_none_open(&srv);
+    srv.until_none_open();
     assert!(answered(srv.addr), "the server goes on");
     assert_eq!(srv.stats().panics, 1);
 }
@@ -399,7 +382,7 @@ fn a_client_left_while_its_handler_ran() -> (support::TestServer, std::sync::mps
         .set_linger(Some(Duration::ZERO))
         .expect("linger");
     drop(c);
-    until_none_open(&srv);
+    srv.until_none_open();
     (srv, release)
 }
 
@@ -449,7 +432,7 @@ fn a_streaming_handlers_answer_to_a_failed_body_is_dropped_caught(engine: Engine
     let r = c.read_response(false).expect("an answer");
     assert_eq!(r.status, 400);
     drop(c);
-    until_none_open(&srv);
+    srv.until_none_open();
     for i in 0..4 {
         assert!(answered(srv.addr), "request {i} after it");
     }

@@ -888,14 +888,7 @@ fn a_handler_that_panics_and_then_panics_when_dropped_is_counted_once(engine: En
     ws.send(Message::text("boom")).expect("send");
     assert_eq!(close_code(&mut ws), Some(CloseCode::Error));
     drop(ws);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while srv.open_connections() > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the connection never ended"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    srv.until_none_open();
     // Its handler is dropped as its connection ends, on whichever thread ends it.
     let mut ws = client(srv.addr, "/ws");
     ws.send(Message::text("alive")).expect("send");

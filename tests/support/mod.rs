@@ -245,6 +245,18 @@ impl TestServer {
         stats_until(|| self.stats(), what, ok)
     }
 
+    /// Waits (bounded: 10 s, then fails the test) until the server has no open connection.
+    pub fn until_none_open(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.open_connections() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a connection never closed"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn open_connections(&self) -> usize {
         match &self.running {
             #[cfg(feature = "server")]
