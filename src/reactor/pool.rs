@@ -89,17 +89,27 @@ impl PoolSender {
         let _ = self.jobs.send((job, self.completions.clone()));
     }
 
-    /// Sends a job whose outcome comes back to the loop, counted in `away` until it does. (The
-    /// queue is gone only when every worker is, which only a bug could cause: the job is
-    /// dropped, its handler code caught where it holds any, and its connection is left to its
-    /// deadline if it has one.)
-    pub(crate) fn send_back(&self, job: Job, away: &mut usize) {
+    /// Sends a job whose outcome comes back to the loop, counted in `away` until it does. The
+    /// queue is gone only when every worker is, which only a bug could cause: the job is then
+    /// dropped (its handler code caught where it holds any) and the caller closes its
+    /// connection, which nothing would drive again.
+    pub(crate) fn send_back(&self, job: Job, away: &mut usize) -> Result<(), PoolGone> {
         match self.jobs.send((job, self.completions.clone())) {
-            Ok(()) => *away = away.saturating_add(1),
-            Err(_) => log::error!("the reactor's pool takes no more jobs"),
+            Ok(()) => {
+                *away = away.saturating_add(1);
+                Ok(())
+            }
+            Err(_) => {
+                log::error!("the reactor's pool takes no more jobs; its connection is closed");
+                Err(PoolGone)
+            }
         }
     }
 }
+
+/// The pool took no job: every worker is gone.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct PoolGone;
 
 /// A pool worker: runs the handler code of each job (a request's handler, a session's
 /// callbacks, a streamed body's next piece) and sends the outcome back.
@@ -147,5 +157,51 @@ pub(crate) fn run<H: Handler>(
             Job::Last(mut work) => work.run(),
             Job::Discard(streaming) => drop(streaming),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::session::Work;
+
+    struct Calls;
+
+    impl Work for Calls {
+        fn run(&mut self) {}
+        fn close_due(&mut self) -> bool {
+            false
+        }
+    }
+
+    fn session_job() -> Job {
+        Job::Session {
+            key: 0,
+            id: 0,
+            work: Box::new(Calls),
+        }
+    }
+
+    #[test]
+    fn a_job_sent_back_is_counted_away_until_it_returns() {
+        let poller = Arc::new(polling::Poller::new().expect("poller"));
+        let (jobs, queue) = crossbeam_channel::unbounded();
+        let pool = PoolSender::new(jobs, Arc::new(Inbox::new(poller)));
+        let mut away = 0;
+        assert_eq!(pool.send_back(session_job(), &mut away), Ok(()));
+        assert_eq!(away, 1);
+        assert!(queue.try_recv().is_ok());
+    }
+
+    #[test]
+    fn a_pool_with_no_worker_left_refuses_the_job_and_counts_nothing_away() {
+        // The caller closes the connection on the refusal: nothing would bring the job back.
+        let poller = Arc::new(polling::Poller::new().expect("poller"));
+        let (jobs, queue) = crossbeam_channel::unbounded();
+        drop(queue);
+        let pool = PoolSender::new(jobs, Arc::new(Inbox::new(poller)));
+        let mut away = 0;
+        assert_eq!(pool.send_back(session_job(), &mut away), Err(PoolGone));
+        assert_eq!(away, 0);
     }
 }

@@ -46,7 +46,9 @@ impl Connection {
                             body,
                             peer: Some(self.peer.clone()),
                         };
-                        pool.send_back(job, cx.away);
+                        if pool.send_back(job, cx.away).is_err() {
+                            return Next::Close;
+                        }
                     }
                     None => {
                         // Counted as served while its handler runs (a `/stats` handler sees
@@ -85,7 +87,9 @@ impl Connection {
                                 streaming,
                                 out,
                             };
-                            pool.send_back(job, cx.away);
+                            if pool.send_back(job, cx.away).is_err() {
+                                return Next::Close;
+                            }
                         }
                         None => return Next::Again,
                     },

@@ -101,8 +101,10 @@ impl Connection {
                         id: self.id,
                         work,
                     };
-                    pool.send_back(job, cx.away);
-                    Self::busy()
+                    match pool.send_back(job, cx.away) {
+                        Ok(()) => Self::busy(),
+                        Err(_) => Next::Close,
+                    }
                 }
                 // Nothing would bring it back: closed rather than left waiting for ever.
                 _ => {
