@@ -40,12 +40,30 @@ fn mapped() -> u64 {
 /// new thread a cached stack without a mapping.)
 #[cfg(target_os = "linux")]
 pub fn with_address_space<T>(room: u64, f: impl FnOnce() -> T) -> T {
-    let _lowered = lower_limit(rustix::process::Resource::As, mapped() + room);
-    f()
+    let lowered = lower_limit(rustix::process::Resource::As, mapped() + room);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    drop(lowered);
+    match outcome {
+        Ok(value) => value,
+        // Said again once the limit is back: the first report was written without room and
+        // may be cut short.
+        Err(payload) => {
+            let what = match (
+                payload.downcast_ref::<String>(),
+                payload.downcast_ref::<&str>(),
+            ) {
+                (Some(s), _) => s.as_str(),
+                (None, Some(s)) => s,
+                (None, None) => "a panic",
+            };
+            panic!("failed under a lowered address-space limit: {what}")
+        }
+    }
 }
 
 /// A process limit lowered for a test, restored when dropped: also when the test fails while
-/// it holds (a panic's report needs room, too).
+/// it holds (as the failure unwinds; the panic's first report is written before, under the
+/// lowered limit, which is why `with_address_space` reports it again after).
 #[cfg(target_os = "linux")]
 pub struct Lowered {
     resource: rustix::process::Resource,
