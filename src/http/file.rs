@@ -286,20 +286,26 @@ fn parse_range(header: &str, len: u64) -> Range {
     let Some((first, last)) = spec.trim().split_once('-') else {
         return Range::Ignore;
     };
+    // A position is digits (RFC 9110 §14.1.2), of any length: one past `u64::MAX` is past the
+    // end of any file, so it saturates (a first position there is unsatisfiable, a last one or
+    // a suffix that long takes the whole file).
     let num = |s: &str| -> Option<u64> {
-        let s = s.trim();
         (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
+            .then(|| s.parse().unwrap_or(u64::MAX))
     };
-    match (first.trim().is_empty(), num(first), num(last)) {
+    let (first, last) = (first.trim(), last.trim());
+    match (first.is_empty(), num(first), last.is_empty(), num(last)) {
         // bytes=-N: the last N bytes.
-        (true, _, Some(0)) => Range::Unsatisfiable,
-        (true, _, Some(_)) if len == 0 => Range::Ignore,
-        (true, _, Some(n)) => Range::Bytes(len.saturating_sub(n), len - 1),
-        (false, Some(a), _) if a >= len => Range::Unsatisfiable,
-        (false, Some(a), None) if last.trim().is_empty() => Range::Bytes(a, len - 1),
-        (false, Some(a), Some(b)) if b >= a => Range::Bytes(a, b.min(len - 1)),
+        (true, _, _, Some(0)) => Range::Unsatisfiable,
+        (true, _, _, Some(_)) if len == 0 => Range::Ignore,
+        (true, _, _, Some(n)) => Range::Bytes(len.saturating_sub(n), len - 1),
+        // A last position before the first makes the range invalid (§14.1.1): ignored.
+        (false, Some(a), _, Some(b)) if b < a => Range::Ignore,
+        (false, Some(a), true, None) | (false, Some(a), _, Some(_)) if a >= len => {
+            Range::Unsatisfiable
+        }
+        (false, Some(a), true, None) => Range::Bytes(a, len - 1),
+        (false, Some(a), _, Some(b)) => Range::Bytes(a, b.min(len - 1)),
         _ => Range::Ignore,
     }
 }
@@ -337,6 +343,22 @@ mod tests {
             ("items=0-1", 10, Range::Ignore),
             ("bytes=a-b", 10, Range::Ignore),
             ("bytes=+1-2", 10, Range::Ignore),
+            // Positions past u64::MAX are past any file's end (found by a user's trial: the
+            // first one overflowed and the file went whole, 200, instead of 416).
+            ("bytes=99999999999999999999999-", 10, Range::Unsatisfiable),
+            (
+                "bytes=99999999999999999999999-99999999999999999999999",
+                10,
+                Range::Unsatisfiable,
+            ),
+            ("bytes=2-99999999999999999999999", 10, Range::Bytes(2, 9)),
+            ("bytes=-99999999999999999999999", 10, Range::Bytes(0, 9)),
+            // Invalid (last before first, or not a number): ignored, not unsatisfiable.
+            ("bytes=20-5", 10, Range::Ignore),
+            ("bytes=99999999999999999999999-5", 10, Range::Ignore),
+            ("bytes=20-x", 10, Range::Ignore),
+            ("bytes=-", 10, Range::Ignore),
+            ("bytes= 2 - 3 ", 10, Range::Bytes(2, 3)),
         ];
         for (h, len, want) in cases {
             assert_eq!(parse_range(h, len), want, "{h} of {len}");
