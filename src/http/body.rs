@@ -39,8 +39,9 @@ pub(crate) enum Decoder {
 /// Where a chunked decoder is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Chunk {
-    /// Reading hex digits; `digits` so far.
-    Size { size: u64, digits: u8 },
+    /// Reading hex digits; `len` of them so far (leading zeros too: any number of digits is
+    /// a size, RFC 9112 §7.1, within the line's bound).
+    Size { size: u64, len: u32 },
     /// After the size: whitespace or extensions until CR; `len` bytes of line so far.
     Extension { size: u64, len: u32 },
     /// Saw the CR ending a size line.
@@ -78,7 +79,7 @@ impl Decoder {
             BodyFraming::Empty => Decoder::Done,
             BodyFraming::Length(n) => Decoder::Length { remaining: n },
             BodyFraming::Chunked => Decoder::Chunked {
-                state: Chunk::Size { size: 0, digits: 0 },
+                state: Chunk::Size { size: 0, len: 0 },
                 total: 0,
                 limit,
                 extensions: 0,
@@ -170,17 +171,18 @@ fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk
     use Chunk::*;
     let bad = Err(ParseError::BadChunk);
     let next = match state {
-        Size { size, digits } => match hex(b) {
+        Size { size, len } => match hex(b) {
             Some(d) => {
-                if digits >= 16 {
+                // A size past u64::MAX (its next digit would shift bits out) is no body's.
+                if size >> 60 != 0 || len >= MAX_CHUNK_LINE {
                     return bad;
                 }
                 Size {
                     size: size << 4 | u64::from(d),
-                    digits: digits + 1,
+                    len: len + 1,
                 }
             }
-            None if digits == 0 => return bad,
+            None if len == 0 => return bad,
             None => {
                 let new_total = total.checked_add(size).ok_or(ParseError::BodyTooLarge)?;
                 if new_total > limit {
@@ -188,7 +190,7 @@ fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk
                 }
                 match b {
                     b'\r' => SizeLf { size },
-                    b';' | b' ' | b'\t' => Extension { size, len: 1 },
+                    b';' | b' ' | b'\t' => Extension { size, len: len + 1 },
                     _ => return bad,
                 }
             }
@@ -209,7 +211,7 @@ fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk
         },
         Data { .. } => return bad,
         DataCr if b == b'\r' => DataLf,
-        DataLf if b == b'\n' => Size { size: 0, digits: 0 },
+        DataLf if b == b'\n' => Size { size: 0, len: 0 },
         DataCr | DataLf => return bad,
         // A trailer section is field lines as in a head (RFC 9112 §7.1.2, §5): a token, a
         // colon, a value of visible bytes, spaces and tabs. Anything else (a line without a
@@ -337,6 +339,12 @@ mod tests {
                 b"0123456789",
             ),
             (b"00000001 ; a=\"q\"\r\nZ\r\n0\r\n\r\n", b"Z"),
+            // Leading zeros are digits of a size like any other (1*HEXDIG, RFC 9112 §7.1):
+            // 27 of them were refused before a user's trial found it.
+            (
+                b"000000000000000000000000003\r\nabc\r\n00000000000000000000\r\n\r\n",
+                b"abc",
+            ),
             (b"1\r\nZ\r\n0\r\nX-T:\r\nY: a\tb \x80~\r\n\r\n", b"Z"),
             (b"a\r\n0123456789\r\n0\r\n\r\nNEXT", b"0123456789"),
         ];
@@ -362,6 +370,7 @@ mod tests {
             (b"5\r\nhelloXX0\r\n\r\n", ParseError::BadChunk),
             (b"5\r\nhello\n0\r\n\r\n", ParseError::BadChunk),
             (b"11111111111111111\r\n", ParseError::BadChunk),
+            (b"000000011111111111111111\r\n", ParseError::BadChunk),
             (b"FFFFFFFFFFFFFFFF\r\n", ParseError::BodyTooLarge),
             (b"101\r\n", ParseError::BodyTooLarge),
             (b"0\r\nbad trailer\n\r\n", ParseError::BadChunk),
@@ -387,6 +396,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A size line of zeros is bounded as every chunk line is: refused past 4 KiB.
+    #[test]
+    fn a_size_of_zeros_is_bounded_by_the_line() {
+        let mut line = vec![b'0'; MAX_CHUNK_LINE as usize];
+        line.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(decode_all(&line, 4096, 256), Ok((Vec::new(), line.len())));
+        let mut longer = vec![b'0'; MAX_CHUNK_LINE as usize + 1];
+        longer.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(decode_all(&longer, 4096, 256), Err(ParseError::BadChunk));
     }
 
     #[test]
