@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{Config, Engine, TestServer, connect, probe, read_head, start, start_with};
+use support::{Client, Config, Engine, TestServer, connect, probe, read_head, start, start_with};
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Message, WebSocket};
@@ -171,6 +171,21 @@ fn upgrade_edge_cases(engine: Engine) {
             );
         }
     }
+    // The 405 allows what a router's GET route allows; a HEAD gets the head of the 426 a GET
+    // without the upgrade gets (before a user's trial: 405 with `Allow: GET` to both).
+    let (raw, _) = probe(
+        srv.addr,
+        upgrade_request("").replacen("GET", "PUT", 1).as_bytes(),
+    );
+    assert_eq!((raw.status, raw.header("allow")), (405, Some("GET, HEAD")));
+    let mut c = Client::new(srv.addr);
+    c.send(upgrade_request("").replacen("GET", "HEAD", 1).as_bytes());
+    let raw = c.read_response(true).expect("an answer to HEAD");
+    assert_eq!(
+        (raw.status, raw.header("upgrade")),
+        (426, Some("websocket"))
+    );
+    assert!(raw.body.is_empty());
     // A valid request: 101, the RFC's accept value, the chosen subprotocol.
     let mut s = connect(srv.addr);
     let req =

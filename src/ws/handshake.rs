@@ -28,8 +28,8 @@ pub(crate) fn is_websocket(head: &RequestHead) -> bool {
 }
 
 /// Checks the opening handshake. `Err` is the response to send instead: 405 for a method other
-/// than GET, 426 when the request does not ask for WebSocket or asks for a version other than 13
-/// (with `Sec-WebSocket-Version: 13`), 400 for anything else malformed.
+/// than GET or HEAD, 426 for a HEAD, for a request that does not ask for WebSocket or asks for
+/// a version other than 13 (with `Sec-WebSocket-Version: 13`), 400 for anything else malformed.
 // The refusal is the response to send as is; it is the rare path.
 #[allow(clippy::result_large_err)]
 pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
@@ -38,10 +38,16 @@ pub(crate) fn check(head: &RequestHead) -> Result<Offer, Response> {
             .with_content_type("text/plain")
             .with_body(why)
     };
-    if head.method() != "GET" {
-        return Err(Response::new(405)
-            .with_header("Allow", "GET")
-            .with_body("WebSocket upgrade needs GET"));
+    match head.method() {
+        "GET" => {}
+        // A HEAD gets the head of what a GET that does not ask to switch gets (RFC 9110
+        // §9.3.2): a HEAD never switches. And the 405 allows both, as a router's GET route does.
+        "HEAD" => return Err(upgrade_required("WebSocket upgrade needs GET")),
+        _ => {
+            return Err(Response::new(405)
+                .with_header("Allow", "GET, HEAD")
+                .with_body("WebSocket upgrade needs GET"));
+        }
     }
     if !is_websocket(head) {
         return Err(upgrade_required("expected Upgrade: websocket"));
@@ -135,6 +141,7 @@ mod tests {
         let v13 = format!("Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n");
         let cases: Vec<(String, u16)> = vec![
             (upgrade(&v13).replacen("GET", "POST", 1), 405),
+            (upgrade(&v13).replacen("GET", "HEAD", 1), 426),
             (upgrade(&v13).replace("Upgrade: websocket\r\n", ""), 426),
             (
                 upgrade(&v13).replace("Upgrade: websocket", "Upgrade: h2c"),

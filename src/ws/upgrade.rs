@@ -40,9 +40,10 @@ pub struct WsUpgrade {
 
 impl WsUpgrade {
     /// Checks the WebSocket opening handshake (RFC 6455 §4.2) of `req`. `Ok`: accept it (or
-    /// refuse it). `Err`: the response to send instead — 405 for a method other than GET; 426
-    /// with `Sec-WebSocket-Version: 13` when the request does not ask for WebSocket or for
-    /// version 13; 400 for a missing or malformed `Sec-WebSocket-Key`, a missing
+    /// refuse it). `Err`: the response to send instead — 405 with `Allow: GET, HEAD` for a
+    /// method other than GET or HEAD; 426 with `Sec-WebSocket-Version: 13` for a HEAD (what a
+    /// GET that does not ask to switch gets) and when the request does not ask for WebSocket or
+    /// for version 13; 400 for a missing or malformed `Sec-WebSocket-Key`, a missing
     /// `Connection: upgrade`, HTTP/1.0 or a request body.
     // The refusal is the response to send as is; it is the rare path.
     #[allow(clippy::result_large_err)]
