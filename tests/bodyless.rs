@@ -113,7 +113,35 @@ fn a_2xx_to_connect_has_no_framing(engine: Engine) {
     }
 }
 
+/// A handler that answers with a 1xx (interim: the server sends `100 Continue` itself, and no
+/// 1xx ends an exchange) gets the server's own 500, closing as after a panic: its body and
+/// fields are not sent under the 500 (a new user's trial found `500` with the handler's body).
+fn an_interim_status_from_a_handler_is_the_servers_500(engine: Engine) {
+    use twinhttp::{Body, Request, Response};
+    let srv = start(engine, |req: &mut Request<'_>| match req.path() {
+        "/101" => Response::new(101).with_body("body!"),
+        "/103" => Response::new(103)
+            .with_header("X-Handler", "yes")
+            .with_body(Body::reader(std::io::Cursor::new(b"streamed".to_vec()))),
+        _ => Response::text("ok"),
+    });
+    for path in ["/101", "/103"] {
+        let mut c = Client::new(srv.addr);
+        let r = c.roundtrip(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        assert_eq!(r.status, 500, "{path}");
+        assert_eq!(r.header("x-handler"), None, "{path}");
+        assert_eq!(r.text(), "Internal Server Error", "{path}");
+        assert!(c.is_closed(), "{path}: the connection closes");
+    }
+    let mut c = Client::new(srv.addr);
+    assert_eq!(
+        c.roundtrip(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text(),
+        "ok"
+    );
+}
+
 engine_tests!(
+    an_interim_status_from_a_handler_is_the_servers_500,
     a_2xx_to_connect_has_no_framing,
     head_has_length_but_no_body,
     no_body_statuses,

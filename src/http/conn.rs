@@ -208,13 +208,9 @@ impl Conn {
         out: &mut Vec<u8>,
         date: &mut DateLine,
     ) -> Encoder {
-        // A 1xx is interim and cannot end an exchange (upgrades have their own path): a handler
-        // returning one gets a 500 rather than a response the client would misframe.
-        let status = if resp.status() < 200 {
-            500
-        } else {
-            resp.status()
-        };
+        // (Never a 1xx: `write_response` answers a handler's with a 500 before this, and
+        // upgrades have their own path.)
+        let status = resp.status();
         self.access.status(status);
         self.access.request_id(|| resp.header("x-request-id"));
         let bodyless = status == 204 || status == 304;
@@ -328,6 +324,9 @@ impl Conn {
         if matches!(resp.body().kind, BodyKind::Switch(_)) {
             return self.write_switch(head, resp, body_in_sync, closing, out, date);
         }
+        if resp.status() < 200 {
+            return self.write_interim_refused(head, resp, out, date);
+        }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out, date);
         let kind = resp.into_body().kind;
         let sent = match kind {
@@ -352,6 +351,29 @@ impl Conn {
         };
         self.access.done(sent as u64);
         After::Done
+    }
+
+    /// A handler answered with a 1xx, an interim status the server sends itself (`100
+    /// Continue`) that cannot end an exchange: the server's own 500 goes instead, closing as
+    /// after a panic, and the handler's fields and body are not sent (its body is handler code:
+    /// the driver drops it caught).
+    #[cold]
+    #[inline(never)]
+    fn write_interim_refused(
+        &mut self,
+        head: &RequestHead,
+        resp: Response,
+        out: &mut Vec<u8>,
+        date: &mut DateLine,
+    ) -> After {
+        log::error!(
+            "handler answered {} {} with {}, an interim status; sent 500 instead",
+            head.method(),
+            head.path(),
+            resp.status()
+        );
+        self.error_response(500, None, out, date);
+        After::Unsent(resp.into_body().kind)
     }
 
     /// A streamed body ended, `bytes` of it sent: the exchange is over.

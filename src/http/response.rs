@@ -51,9 +51,10 @@ pub(crate) struct Representation {
 }
 
 impl Response {
-    /// An empty response with this status. Codes outside 100–999 are sent as 500, and so are
-    /// 1xx codes: they are interim responses the server sends itself (`100 Continue`), never a
-    /// handler's final answer.
+    /// An empty response with this status. Codes outside 100–999 are made 500 here. A 1xx is
+    /// an interim response the server sends itself (`100 Continue`), never a handler's final
+    /// answer: a handler that returns one gets the server's own 500 sent instead (its body
+    /// and fields dropped unsent; the connection closes, as after a panic) and an error logged.
     pub fn new(status: u16) -> Response {
         Response {
             status: if (100..1000).contains(&status) {
