@@ -3,8 +3,9 @@
 //! `cargo run --release --example hello --features server -- --addr 127.0.0.1:8080`
 //! (`--engine reactor [--dispatch pool]` for the reactor; `--help` for every option)
 //!
-//! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work;
-//! `GET /sleep?ms=N` → a blocking wait of N ms (a stand-in for a database call); `GET /ws` → a
+//! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work (100);
+//! `GET /sleep?ms=N` → a blocking wait of N ms (10; a stand-in for a database call); a value
+//! that is not a number → 400; `GET /ws` → a
 //! WebSocket echo (for the idle-connection bench); `GET /client` → the client's address and
 //! scheme as the server sees them (behind a proxy: `--proxy-protocol`, `--trusted-proxy`).
 
@@ -24,20 +25,24 @@ fn hello(req: &mut Request<'_>) -> Response {
                 .map_or_else(|| "-".to_owned(), |ip| ip.to_string());
             Response::text(format!("{ip} {}\n", req.scheme()))
         }
-        "/cpu" => {
-            let us = number(req, "us").unwrap_or(100);
-            let until = Instant::now() + Duration::from_micros(us);
-            let mut x = 0u64;
-            while Instant::now() < until {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        "/cpu" => match number(req, "us", 100) {
+            Ok(us) => {
+                let until = Instant::now() + Duration::from_micros(us);
+                let mut x = 0u64;
+                while Instant::now() < until {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                Response::text("done")
             }
-            Response::text("done")
-        }
-        "/sleep" => {
-            let ms = number(req, "ms").unwrap_or(10);
-            std::thread::sleep(Duration::from_millis(ms));
-            Response::text("slept")
-        }
+            Err(refused) => refused,
+        },
+        "/sleep" => match number(req, "ms", 10) {
+            Ok(ms) => {
+                std::thread::sleep(Duration::from_millis(ms));
+                Response::text("slept")
+            }
+            Err(refused) => refused,
+        },
         "/ws" => match req.upgrade_websocket() {
             Ok(upgrade) => upgrade.accept(|ws: &WsSender, msg: WsMessage| {
                 let _ = ws.send(msg);
@@ -48,9 +53,15 @@ fn hello(req: &mut Request<'_>) -> Response {
     }
 }
 
-/// The query parameter `name` as a number, if it is one.
-fn number(req: &Request<'_>, name: &str) -> Option<u64> {
-    req.query_param(name)?.parse().ok()
+/// The query parameter `name` as a number, `default` without one, and a 400 saying so when it
+/// is not a number.
+fn number(req: &Request<'_>, name: &str, default: u64) -> Result<u64, Response> {
+    match req.query_param(name) {
+        None => Ok(default),
+        Some(n) => n
+            .parse()
+            .map_err(|_| Response::new(400).with_body(format!("{name} is not a number\n"))),
+    }
 }
 
 fn main() {

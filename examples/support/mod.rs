@@ -77,7 +77,7 @@ impl Args {
     /// what is wrong and them, and exits 2. `--static` is refused: only `app` serves files
     /// ([`Args::run_serving_files`]).
     pub fn parse() -> Args {
-        Args::without_files(Args::parse_options(None))
+        Args::without_files(Args::parse_options(None, Files::None))
     }
 
     /// Refuses `--static` where no files are served.
@@ -88,8 +88,9 @@ impl Args {
         args
     }
 
-    /// The options; `engine`: the one engine an example runs, else the build's default.
-    fn parse_options(engine: Option<&str>) -> Args {
+    /// The options; `engine`: the one engine an example runs, else the build's default;
+    /// `files`: whether it serves `--static`'s folder (its help lists the option only then).
+    fn parse_options(engine: Option<&str>, files: Files) -> Args {
         let default_engine = if cfg!(feature = "server") {
             "server"
         } else {
@@ -161,7 +162,7 @@ impl Args {
                             .unwrap_or_else(|| usage("--memory-budget is in MiB and too large")),
                     );
                 }
-                "-h" | "--help" => help(),
+                "-h" | "--help" => help(files),
                 other => usage(&format!("unknown option {other}")),
             }
         }
@@ -223,7 +224,7 @@ impl Args {
                 "{name} runs the {engine} engine only; --engine {other} is not supported here"
             ));
         }
-        Args::without_files(Args::parse_options(Some(engine)))
+        Args::without_files(Args::parse_options(Some(engine), Files::None))
     }
 
     /// The TLS configuration from `--tls-cert` and `--tls-key`, if given; exits when the files
@@ -327,7 +328,7 @@ impl Args {
 
     /// [`Args::run_with`] for an example that serves the folder `--static` names.
     pub fn run_serving_files<H: Handler>(name: &str, make: impl FnOnce(&Args, StatsHandle) -> H) {
-        Args::run_parsed(name, Args::parse_options(None), make);
+        Args::run_parsed(name, Args::parse_options(None, Files::Served), make);
     }
 
     fn run_parsed<H: Handler>(name: &str, args: Args, make: impl FnOnce(&Args, StatsHandle) -> H) {
@@ -540,9 +541,20 @@ fn number(s: &str) -> usize {
         .unwrap_or_else(|_| usage(&format!("not a number: {s}")))
 }
 
-/// `--help`: the options on standard output, exit 0.
-fn help() -> ! {
-    println!("{USAGE}");
+/// Whether an example serves the folder `--static` names (only `app` does).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Files {
+    None,
+    Served,
+}
+
+/// `--help`: the options on standard output (`--static` only where files are served), exit 0.
+fn help(files: Files) -> ! {
+    for line in USAGE.lines() {
+        if files == Files::Served || !line.contains("--static") {
+            println!("{line}");
+        }
+    }
     std::process::exit(0)
 }
 
