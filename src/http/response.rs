@@ -139,7 +139,9 @@ impl Response {
     /// "application/json")` sends one `Content-Type`. For a field that may be sent several times
     /// (`Set-Cookie`), use [`Response::with_added_header`]. Names and values containing CR, LF or
     /// NUL are dropped when the response is written, so a handler echoing peer input cannot split
-    /// the response.
+    /// the response. The framing is the server's: `Content-Length` and `Transfer-Encoding` set
+    /// here are not sent (the body decides them; said at `debug` as they are set), and
+    /// `Connection` counts for its `close` only.
     ///
     /// ```
     /// let r = twinhttp::Response::text("{}").with_header("content-type", "application/json");
@@ -156,6 +158,7 @@ impl Response {
             self.content_type = ContentType::Set(name, value.into());
             return self;
         }
+        framing_field(&name);
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
         self.headers.push((name, value.into()));
         self
@@ -173,6 +176,7 @@ impl Response {
         if name.eq_ignore_ascii_case("content-type") {
             return self.with_header(name, value);
         }
+        framing_field(&name);
         self.headers.push((name, value.into()));
         self
     }
@@ -449,5 +453,56 @@ impl From<Vec<u8>> for Body {
         Body {
             kind: BodyKind::Bytes(v),
         }
+    }
+}
+/// A framing field a handler set, which the server does not send: said at `debug`.
+fn framing_field(name: &str) {
+    if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
+    {
+        log::debug!("response field {name:?} is not sent: the body decides the framing");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Response;
+    use std::sync::Mutex;
+
+    /// This module's debug records (the one logger of the library's test binary).
+    struct Kept;
+
+    static KEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    impl log::Log for Kept {
+        fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+            m.target() == module_path!().trim_end_matches("::tests")
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            if self.enabled(r.metadata()) {
+                let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+                kept.push(r.args().to_string());
+            }
+        }
+        fn flush(&self) {}
+    }
+
+    /// A framing field a handler sets is not sent, and saying so at `debug` is how the handler's
+    /// author learns it (a new user's trial found it dropped without a word).
+    #[test]
+    fn a_framing_field_set_by_a_handler_is_said_at_debug() {
+        let _ = log::set_logger(&Kept);
+        log::set_max_level(log::LevelFilter::Debug);
+        let _ = Response::text("hi")
+            .with_header("X-Other", "1")
+            .with_header("Content-Length", "5")
+            .with_added_header("transfer-encoding", "chunked");
+        let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(
+            kept,
+            [
+                "response field \"Content-Length\" is not sent: the body decides the framing",
+                "response field \"transfer-encoding\" is not sent: the body decides the framing",
+            ]
+        );
     }
 }
