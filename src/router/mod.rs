@@ -256,7 +256,8 @@ impl Router {
     }
 
     /// Serves `router`'s routes under `prefix`: its `/users/{id}` becomes
-    /// `{prefix}/users/{id}`, its `/` becomes `{prefix}` itself. Handlers see the whole path;
+    /// `{prefix}/users/{id}`, its `/` becomes `{prefix}` itself (as in axum; `{prefix}/` is a
+    /// path of its own, which this router may route). Handlers see the whole path;
     /// parameters in `prefix` reach them with the route's own. `router`'s fallback answers the
     /// paths under `prefix` (`{prefix}`, and every path starting `{prefix}/`) that match none of
     /// the routes; its nested routers keep theirs. The routes are merged into this router, so
