@@ -190,7 +190,7 @@ fn step(state: Chunk, b: u8, total: &mut u64, limit: u64) -> Result<Option<Chunk
                 }
                 match b {
                     b'\r' => SizeLf { size },
-                    b';' | b' ' | b'\t' => Extension { size, len: len + 1 },
+                    b';' | b' ' | b'\t' if len < MAX_CHUNK_LINE => Extension { size, len: len + 1 },
                     _ => return bad,
                 }
             }
@@ -407,6 +407,14 @@ mod tests {
         let mut longer = vec![b'0'; MAX_CHUNK_LINE as usize + 1];
         longer.extend_from_slice(b"\r\n\r\n");
         assert_eq!(decode_all(&longer, 4096, 256), Err(ParseError::BadChunk));
+        // With an extension's `;` the line is bounded alike (the review found 4,096 digits and
+        // a `;` taken: 4,097 bytes).
+        for (digits, fits) in [(MAX_CHUNK_LINE - 1, true), (MAX_CHUNK_LINE, false)] {
+            let mut line = vec![b'0'; digits as usize];
+            line.extend_from_slice(b";\r\n\r\n");
+            let got = decode_all(&line, 4096, 256);
+            assert_eq!(got.is_ok(), fits, "{digits} digits and a ';': {got:?}");
+        }
     }
 
     #[test]

@@ -325,7 +325,7 @@ impl Conn {
             return self.write_switch(head, resp, body_in_sync, closing, out, date);
         }
         if resp.status() < 200 {
-            return self.write_interim_refused(head, resp, out, date);
+            return self.write_interim_refused(head, resp, body_in_sync, out, date);
         }
         let mut encoder = self.write_head(head, &resp, body_in_sync, closing, out, date);
         let kind = resp.into_body().kind;
@@ -354,15 +354,16 @@ impl Conn {
     }
 
     /// A handler answered with a 1xx, an interim status the server sends itself (`100
-    /// Continue`) that cannot end an exchange: the server's own 500 goes instead, closing as
-    /// after a panic, and the handler's fields and body are not sent (its body is handler code:
-    /// the driver drops it caught).
+    /// Continue`) that cannot end an exchange: the 500 of a panic goes instead (its head
+    /// written where every head is, with no body, and the connection closes), and the handler's
+    /// fields and body are not sent (its body is handler code: the driver drops it caught).
     #[cold]
     #[inline(never)]
     fn write_interim_refused(
         &mut self,
         head: &RequestHead,
         resp: Response,
+        body_in_sync: bool,
         out: &mut Vec<u8>,
         date: &mut DateLine,
     ) -> After {
@@ -372,7 +373,8 @@ impl Conn {
             head.path(),
             resp.status()
         );
-        self.error_response(500, None, out, date);
+        // (A bodyless 500 leaves nothing to do after its head.)
+        let _done = self.write_response(head, Answer::Panicked, body_in_sync, true, out, date);
         After::Unsent(resp.into_body().kind)
     }
 
@@ -748,8 +750,8 @@ mod tests {
             (
                 GET11,
                 Response::new(100),
-                "HTTP/1.1 500 Internal Server Error\nContent-Length: 0\n",
-                State::Head,
+                "HTTP/1.1 500 Internal Server Error\nContent-Length: 0\nConnection: close\n",
+                State::Closing(Close::Ended),
             ),
         ];
         for (req, resp, want, state) in cases {
