@@ -3,9 +3,9 @@
 //! `cargo run --release --example hello --features server -- --addr 127.0.0.1:8080`
 //! (`--engine reactor [--dispatch pool]` for the reactor; `--help` for every option)
 //!
-//! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work (100);
-//! `GET /sleep?ms=N` → a blocking wait of N ms (10; a stand-in for a database call); a value
-//! that is not a number → 400; `GET /ws` → a
+//! Routes: `GET /` → `Hello, World!`; `GET /cpu?us=N` → N microseconds of CPU work (100, at
+//! most 1,000,000); `GET /sleep?ms=N` → a blocking wait of N ms (10, at most 10,000; a stand-in
+//! for a database call); a value that is not a number or is over its bound → 400; `GET /ws` → a
 //! WebSocket echo (for the idle-connection bench); `GET /client` → the client's address and
 //! scheme as the server sees them (behind a proxy: `--proxy-protocol`, `--trusted-proxy`).
 
@@ -25,7 +25,7 @@ fn hello(req: &mut Request<'_>) -> Response {
                 .map_or_else(|| "-".to_owned(), |ip| ip.to_string());
             Response::text(format!("{ip} {}\n", req.scheme()))
         }
-        "/cpu" => match number(req, "us", 100) {
+        "/cpu" => match number(req, "us", 100, 1_000_000) {
             Ok(us) => {
                 let until = Instant::now() + Duration::from_micros(us);
                 let mut x = 0u64;
@@ -36,7 +36,7 @@ fn hello(req: &mut Request<'_>) -> Response {
             }
             Err(refused) => refused,
         },
-        "/sleep" => match number(req, "ms", 10) {
+        "/sleep" => match number(req, "ms", 10, 10_000) {
             Ok(ms) => {
                 std::thread::sleep(Duration::from_millis(ms));
                 Response::text("slept")
@@ -53,14 +53,16 @@ fn hello(req: &mut Request<'_>) -> Response {
     }
 }
 
-/// The query parameter `name` as a number, `default` without one, and a 400 saying so when it
-/// is not a number.
-fn number(req: &Request<'_>, name: &str, default: u64) -> Result<u64, Response> {
-    match req.query_param(name) {
+/// The query parameter `name` as a number up to `max`, `default` without one, and a 400 saying
+/// what is wrong when it is not a number or is over `max` (a worker held for hours would hold
+/// up the server's shutdown too).
+fn number(req: &Request<'_>, name: &str, default: u64, max: u64) -> Result<u64, Response> {
+    let refused = |why: String| Response::new(400).with_body(why);
+    match req.query_param(name).map(|n| n.parse::<u64>()) {
         None => Ok(default),
-        Some(n) => n
-            .parse()
-            .map_err(|_| Response::new(400).with_body(format!("{name} is not a number\n"))),
+        Some(Ok(n)) if n <= max => Ok(n),
+        Some(Ok(_)) => Err(refused(format!("{name} is over {max}\n"))),
+        Some(Err(_)) => Err(refused(format!("{name} is not a number\n"))),
     }
 }
 

@@ -36,7 +36,8 @@ fn assert_help(name: &str, files: bool) {
     }
 }
 
-/// Exit status 2, and standard error starts with `error: {message}` then lists the options.
+/// Exit status 2, and standard error starts with `error: {message}` then lists the options
+/// (`--static` only for `app`, the one example that takes it).
 fn assert_refused(name: &str, args: &[&str], message: &str) {
     let out = run(name, args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -47,6 +48,11 @@ fn assert_refused(name: &str, args: &[&str], message: &str) {
     );
     assert!(
         stderr.contains("--addr HOST:PORT"),
+        "{name} {args:?}: {stderr}"
+    );
+    assert_eq!(
+        stderr.contains("--static DIR"),
+        name == "app",
         "{name} {args:?}: {stderr}"
     );
 }

@@ -1,6 +1,6 @@
 //! `hello`'s routes as the README and docs/examples.md describe them, on every engine
-//! configuration: `/`, `/cpu?us=N`, `/sleep?ms=N` (a value that is not a number is a 400: a new
-//! user's trial found `/sleep?ms=abc` answered 200), anything else 404.
+//! configuration: `/`, `/cpu?us=N`, `/sleep?ms=N` (a value that is not a number, or over its
+//! bound, is a 400: a new user's trial found `/sleep?ms=abc` answered 200), anything else 404.
 #![cfg(feature = "server")]
 #[path = "../examples/support/child.rs"]
 #[allow(dead_code)]
@@ -44,14 +44,16 @@ fn hellos_routes_answer_as_documented() {
         assert_eq!(get(&srv, "/cpu?us=10"), ok("done"), "{flags:?}");
         assert_eq!(get(&srv, "/sleep?ms=1"), ok("slept"), "{flags:?}");
         assert_eq!(get(&srv, "/sleep"), ok("slept"), "{flags:?}");
-        for (target, name) in [("/sleep?ms=abc", "ms"), ("/cpu?us=-1", "us")] {
+        for (target, why) in [
+            ("/sleep?ms=abc", "ms is not a number\n"),
+            ("/cpu?us=-1", "us is not a number\n"),
+            // Bounded: a worker spinning for ever held up the shutdown too (the review).
+            ("/cpu?us=18446744073709551615", "us is over 1000000\n"),
+            ("/sleep?ms=10001", "ms is over 10000\n"),
+        ] {
             let (status, body) = get(&srv, target);
             assert_eq!(status, "HTTP/1.1 400 Bad Request", "{flags:?} {target}");
-            assert_eq!(
-                body,
-                format!("{name} is not a number\n"),
-                "{flags:?} {target}"
-            );
+            assert_eq!(body, why, "{flags:?} {target}");
         }
         assert_eq!(
             get(&srv, "/nothing").0,

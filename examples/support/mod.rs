@@ -91,6 +91,7 @@ impl Args {
     /// The options; `engine`: the one engine an example runs, else the build's default;
     /// `files`: whether it serves `--static`'s folder (its help lists the option only then).
     fn parse_options(engine: Option<&str>, files: Files) -> Args {
+        SERVES_FILES.store(files == Files::Served, std::sync::atomic::Ordering::Relaxed);
         let default_engine = if cfg!(feature = "server") {
             "server"
         } else {
@@ -162,7 +163,7 @@ impl Args {
                             .unwrap_or_else(|| usage("--memory-budget is in MiB and too large")),
                     );
                 }
-                "-h" | "--help" => help(files),
+                "-h" | "--help" => help(),
                 other => usage(&format!("unknown option {other}")),
             }
         }
@@ -548,19 +549,26 @@ enum Files {
     Served,
 }
 
-/// `--help`: the options on standard output (`--static` only where files are served), exit 0.
-fn help(files: Files) -> ! {
-    for line in USAGE.lines() {
-        if files == Files::Served || !line.contains("--static") {
-            println!("{line}");
-        }
-    }
+/// Whether this example serves files, as its options are parsed ([`usage`] has no `Args`).
+static SERVES_FILES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The options this example takes: `--static` only where files are served.
+fn options() -> impl Iterator<Item = &'static str> {
+    let files = SERVES_FILES.load(std::sync::atomic::Ordering::Relaxed);
+    USAGE
+        .lines()
+        .filter(move |line| files || !line.contains("--static"))
+}
+
+/// `--help`: the options on standard output, exit 0.
+fn help() -> ! {
+    options().for_each(|line| println!("{line}"));
     std::process::exit(0)
 }
 
 /// A bad command line: what is wrong and the options on standard error, exit 2.
 fn usage(problem: &str) -> ! {
     eprintln!("error: {problem}");
-    eprintln!("{USAGE}");
+    options().for_each(|line| eprintln!("{line}"));
     std::process::exit(2)
 }
