@@ -13,7 +13,8 @@
 //! GET    /static/...        the files under --static DIR (ETag, ranges; no way out of DIR);
 //!                           examples/public/index.html lists, adds and deletes items live
 //! GET    /ws                a WebSocket: {"listening":true}, then every change as JSON text
-//! GET    /events            an event stream: every change, as JSON data, with ids
+//! GET    /events            an event stream: every change, as JSON data, with ids (one that
+//!                           reconnects with Last-Event-ID gets the last 64 it missed first)
 //! ```
 //!
 //! Around the routes, layers: every response carries an `X-Request-Id` (kept from the request or
@@ -27,7 +28,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -76,7 +77,13 @@ struct Listeners {
     next_socket: u64,
     /// The event id of the last change announced.
     changes: u64,
+    /// The last changes announced ([`RECENT`] of them), with their ids: what an event stream
+    /// that reconnects with `Last-Event-ID` missed while it was away.
+    recent: VecDeque<(u64, String)>,
 }
+
+/// How many changes an event stream may miss and still catch up when it reconnects.
+const RECENT: usize = 64;
 
 /// A lock whose holder panicked still guards consistent data here (every change is one insert
 /// or remove): carry on with it.
@@ -91,7 +98,12 @@ impl State {
         };
         let mut listeners = lock(&self.listeners);
         listeners.changes += 1;
-        let id = listeners.changes.to_string();
+        let changes = listeners.changes;
+        if listeners.recent.len() == RECENT {
+            listeners.recent.pop_front();
+        }
+        listeners.recent.push_back((changes, json.clone()));
+        let id = changes.to_string();
         // A listener that is gone (or too slow to keep a queue) is dropped.
         listeners
             .sockets
@@ -158,9 +170,20 @@ impl State {
         }
     }
 
-    fn events(&self) -> Response {
+    /// An event stream of the changes from now on; one that reconnects with the id of the last
+    /// change it had (`Last-Event-ID`, which browsers send by themselves) gets those it missed
+    /// first, as far as [`RECENT`] goes back.
+    fn events(&self, req: &Request<'_>) -> Response {
         let (response, events) = Response::event_stream();
-        lock(&self.listeners).streams.push(events);
+        let mut listeners = lock(&self.listeners);
+        if let Some(had) = req.last_event_id().and_then(|id| id.parse::<u64>().ok()) {
+            for (id, json) in listeners.recent.iter().filter(|(id, _)| *id > had) {
+                if events.send(Event::data(json).id(&id.to_string())).is_err() {
+                    return response;
+                }
+            }
+        }
+        listeners.streams.push(events);
         response
     }
 
@@ -232,13 +255,14 @@ fn app(state: Arc<State>, files: Option<ServeDir>) -> impl Handler {
         .delete("/api/items/{id}", on(|s, req| s.delete(req)))
         .post("/api/upload", upload)
         .get("/ws", on(|s, req| s.websocket(req)))
-        .get("/events", on(|s, _| s.events()));
+        .get("/events", on(|s, req| s.events(req)));
     // The folder is the fallback: `/static`, `/static/` and everything under it.
     let router = match files {
         Some(files) => router.fallback(move |req| files.handle(req)),
         None => router,
     };
-    let cors = Cors::any_origin();
+    // Every method the API routes (the default allows GET, HEAD and POST only).
+    let cors = Cors::any_origin().methods(&["GET", "HEAD", "POST", "DELETE"]);
     let app = router
         .with_state(state)
         // Cross-origin calls to the API from any page.

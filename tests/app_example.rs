@@ -88,8 +88,13 @@ fn next_json(ws: &mut WebSocket<TcpStream>) -> Value {
 
 /// An event stream, its head read (the stream is registered before the head is sent).
 fn events(server: &ChildServer) -> BufReader<TcpStream> {
+    events_with(server, "")
+}
+
+/// [`events`] with these header fields.
+fn events_with(server: &ChildServer, fields: &str) -> BufReader<TcpStream> {
     let mut s = connect(server.addr);
-    s.write_all(b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+    s.write_all(format!("GET /events HTTP/1.1\r\nHost: t\r\n{fields}\r\n").as_bytes())
         .expect("send");
     let mut r = BufReader::new(s);
     let mut head = String::new();
@@ -143,7 +148,15 @@ fn api_and_announcements(flags: &[&str]) {
     assert_eq!(json_of(&r)["id"], 2);
     let created = json!({"change": "created", "item": {"id": 2, "name": "second"}});
     assert_eq!(next_json(&mut ws), created);
-    assert_eq!(next_event(&mut stream), ("2".to_owned(), created));
+    assert_eq!(next_event(&mut stream), ("2".to_owned(), created.clone()));
+    // A stream that reconnects after the first change gets the one it missed, then the next
+    // (a user's trial found the ids sent and never resumed from).
+    let mut again = events_with(&server, "Last-Event-ID: 1\r\n");
+    assert_eq!(
+        next_event(&mut again),
+        ("2".to_owned(), created),
+        "{flags:?}"
+    );
     let r = request(&mut c, "GET", "/api/items/2", "", "");
     assert_eq!(json_of(&r), json!({"id": 2, "name": "second"}));
     let r = request(&mut c, "GET", "/api/items", "", "");
@@ -180,7 +193,13 @@ fn api_and_announcements(flags: &[&str]) {
     assert_eq!(r.status, 204);
     let deleted = json!({"change": "deleted", "id": 1});
     assert_eq!(next_json(&mut ws), deleted);
-    assert_eq!(next_event(&mut stream), ("3".to_owned(), deleted));
+    assert_eq!(next_event(&mut stream), ("3".to_owned(), deleted.clone()));
+    // The stream that caught up goes on with what comes next.
+    assert_eq!(
+        next_event(&mut again),
+        ("3".to_owned(), deleted),
+        "{flags:?}"
+    );
     assert_eq!(
         request(&mut c, "DELETE", "/api/items/1", "", "").status,
         404
@@ -280,6 +299,13 @@ fn layers(flags: &[&str]) {
     let r = request(&mut c, "OPTIONS", "/api/items", preflight, "");
     assert_eq!(r.status, 204, "{flags:?}");
     assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    // Every method the API routes, DELETE too (a user's trial found it missing: a browser
+    // would block the call).
+    assert_eq!(
+        r.header("access-control-allow-methods"),
+        Some("GET, HEAD, POST, DELETE"),
+        "{flags:?}"
+    );
     let r = request(
         &mut c,
         "GET",
