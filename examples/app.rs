@@ -178,7 +178,7 @@ impl State {
         let mut listeners = lock(&self.listeners);
         if let Some(had) = req.last_event_id().and_then(|id| id.parse::<u64>().ok()) {
             for (id, json) in listeners.recent.iter().filter(|(id, _)| *id > had) {
-                if events.send(Event::data(json).id(&id.to_string())).is_err() {
+                if events.send(Event::data(json).id(id.to_string())).is_err() {
                     return response;
                 }
             }
