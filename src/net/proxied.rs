@@ -165,6 +165,10 @@ fn parse(bytes: &[u8]) -> Parsed {
                 v1::Addresses::Unknown => None,
             },
         },
+        // Its extensions must be well-formed too: a TLV whose length runs past the header
+        // (or a stray byte after the last) is a malformed header (a user's trial found one
+        // served).
+        HeaderResult::V2(Ok(header)) if header.tlvs().any(|tlv| tlv.is_err()) => Parsed::Invalid,
         HeaderResult::V2(Ok(header)) => Parsed::Header {
             len: header.len(),
             source: match (header.command, header.addresses) {
@@ -403,6 +407,42 @@ mod tests {
                 source: None
             }
         );
+    }
+
+    /// A version 2 header for `source`, with these extension bytes after its addresses (the
+    /// declared length counts them).
+    fn v2_with_extensions(source: &str, extensions: &[u8]) -> Vec<u8> {
+        let mut header = v2_header(source);
+        header.extend_from_slice(extensions);
+        let len = u16::from_be_bytes([header[V2_FIXED - 2], header[V2_FIXED - 1]]);
+        let len = len + u16::try_from(extensions.len()).expect("short");
+        header[V2_FIXED - 2..V2_FIXED].copy_from_slice(&len.to_be_bytes());
+        header
+    }
+
+    #[test]
+    fn version_2_extensions_must_be_well_formed() {
+        let source = "192.0.2.7:51000";
+        // A TLV of type 0x05 (a unique id) whose 2 bytes are there: taken.
+        let good = v2_with_extensions(source, &[0x05, 0x00, 0x02, b'i', b'd']);
+        assert_eq!(
+            parse(&good),
+            Parsed::Header {
+                len: good.len(),
+                source: Some(source.parse().expect("an address")),
+            }
+        );
+        // One that says 9 bytes where 2 follow, and a stray byte after a good one: refused.
+        for bad in [
+            &[0x05, 0x00, 0x09, b'i', b'd'][..],
+            &[0x05, 0x00, 0x02, b'i', b'd', 0x01][..],
+        ] {
+            assert_eq!(
+                parse(&v2_with_extensions(source, bad)),
+                Parsed::Invalid,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
