@@ -548,6 +548,11 @@ mod tests {
             ("*;q=0.5", Some("br")),
             ("br;q=0, *", Some("zstd")),
             ("x-gzip", Some("gzip")),
+            // The name counts over its alias, in whichever order (a user's trial found the
+            // last of the two deciding).
+            ("gzip, x-gzip;q=0", Some("gzip")),
+            ("x-gzip;q=0, gzip", Some("gzip")),
+            ("gzip;q=0, x-gzip", None),
             ("identity", None),
             ("", None),
         ] {

@@ -49,10 +49,12 @@ impl Coding {
 }
 
 /// The quality the client gives `coding` in `accepted` (`Accept-Encoding` values): its own
-/// entry's, else `*`'s, else 0; an entry without `q` is 1.
+/// entry's, else its alias's (`x-gzip` for gzip, RFC 9110 §8.4.1.3), else `*`'s, else 0; an
+/// entry without `q` is 1. (The alias yields to the name whichever comes first.)
 pub(crate) fn quality<'a>(accepted: impl Iterator<Item = &'a str>, coding: Coding) -> f32 {
     let mut star = None;
     let mut own = None;
+    let mut alias = None;
     for entry in accepted.flat_map(|v| v.split(',')) {
         let mut parts = entry.split(';');
         let name = parts.next().unwrap_or("").trim();
@@ -63,15 +65,15 @@ pub(crate) fn quality<'a>(accepted: impl Iterator<Item = &'a str>, coding: Codin
             })
             .next()
             .map_or(1.0, |q| qvalue(q.trim()));
-        let named = name.eq_ignore_ascii_case(coding.token())
-            || (coding == Coding::Gzip && name.eq_ignore_ascii_case("x-gzip"));
-        if named {
+        if name.eq_ignore_ascii_case(coding.token()) {
             own = Some(q);
+        } else if coding == Coding::Gzip && name.eq_ignore_ascii_case("x-gzip") {
+            alias = Some(q);
         } else if name == "*" {
             star = Some(q);
         }
     }
-    own.or(star).unwrap_or(0.0)
+    own.or(alias).or(star).unwrap_or(0.0)
 }
 
 /// A qvalue (`0`, `0.5`, `1.000`: RFC 9110 §12.4.2); anything else counts as 0.
