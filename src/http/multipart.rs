@@ -229,7 +229,9 @@ impl<'r> Multipart<'r> {
     /// # Errors
     ///
     /// More parts than the limit (413), a part or the whole over its limit (413), a malformed
-    /// body (400; a part's head over 16 KiB among them), or a body that could not be read.
+    /// body (400; a part's head over 16 KiB among them, and a part without
+    /// `Content-Disposition: form-data` and a `name`, RFC 7578 §4.2), or a body that could not
+    /// be read.
     pub fn next_part(&mut self) -> Result<Option<Part<'_, 'r>>, MultipartError> {
         // What the last part's reader left is skipped first, so that what is fed next is the
         // next part's head, within its bound.
@@ -254,12 +256,30 @@ impl<'r> Multipart<'r> {
                 format!("more than {} parts", self.limits.parts),
             ));
         }
+        // RFC 7578 §4.2: each part has a `Content-Disposition` of type `form-data` with a
+        // `name` (a part without one names no field of the form).
+        if !is_form_data(&field) || field.name().is_none() {
+            return Err(MultipartError::new(
+                400,
+                "a part without Content-Disposition: form-data and a name",
+            ));
+        }
         Ok(Some(Part {
             field: self.current.insert(field),
             source: &mut self.source,
             chunk: Bytes::new(),
         }))
     }
+}
+
+/// Whether a part's `Content-Disposition` is of type `form-data`.
+fn is_form_data(field: &multer::Field<'static>) -> bool {
+    field
+        .headers()
+        .get(::http::header::CONTENT_DISPOSITION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("form-data"))
 }
 
 /// One part of a multipart body: its field name, its file name and type for a file, and its
@@ -346,8 +366,9 @@ impl Request<'_> {
     ///
     /// # Errors
     ///
-    /// A `Content-Type` that is not `multipart/form-data` (415), or one without a boundary
-    /// (400). The parts' own errors come from [`Multipart::next_part`].
+    /// A `Content-Type` that is not `multipart/form-data` (415), or one without a boundary of 1
+    /// to 70 characters (400, RFC 2046 §5.1.1). The parts' own errors come from
+    /// [`Multipart::next_part`].
     ///
     /// ```
     /// use std::io::Read;
@@ -387,6 +408,13 @@ impl Request<'_> {
         }
         let boundary = multer::parse_boundary(content_type)
             .map_err(|e| MultipartError::new(400, e.to_string()))?;
+        // RFC 2046 §5.1.1: 1 to 70 characters.
+        if !(1..=70).contains(&boundary.len()) {
+            return Err(MultipartError::new(
+                400,
+                "a multipart boundary has 1 to 70 characters",
+            ));
+        }
         let feed = Arc::new(Mutex::new(Feed::default()));
         let constraints = multer::Constraints::new().size_limit(
             multer::SizeLimit::new()
@@ -532,6 +560,39 @@ mod tests {
             call(MultipartLimits::default(), "multipart/form-data", &body),
             400
         );
+        // RFC 7578 §4.2 and RFC 2046 §5.1.1, which a user's trial found taken: a part without
+        // `Content-Disposition: form-data; name=...`, and a boundary of 0 or 71 characters.
+        let any = MultipartLimits::default;
+        for head in [
+            "Content-Type: text/plain",
+            "Content-Disposition: attachment; name=\"a\"",
+            "Content-Disposition: form-data; filename=\"a.txt\"",
+        ] {
+            let one = format!("--XX\r\n{head}\r\n\r\nv\r\n--XX--\r\n");
+            let kind = "multipart/form-data; boundary=XX";
+            assert_eq!(call(any(), kind, one.as_bytes()), 400, "{head}");
+        }
+        let named = "--XX\r\nContent-Disposition: Form-Data; name=\"a\"\r\n\r\nv\r\n--XX--\r\n";
+        let kind = "multipart/form-data; boundary=XX";
+        assert_eq!(call(any(), kind, named.as_bytes()), 200, "a named part");
+        for boundary in [String::new(), "b".repeat(71)] {
+            let kind = format!("multipart/form-data; boundary={boundary}");
+            let one = format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--{boundary}--\r\n"
+            );
+            assert_eq!(
+                call(any(), &kind, one.as_bytes()),
+                400,
+                "{} characters",
+                boundary.len()
+            );
+        }
+        let seventy = "b".repeat(70);
+        let kind = format!("multipart/form-data; boundary={seventy}");
+        let one = format!(
+            "--{seventy}\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--{seventy}--\r\n"
+        );
+        assert_eq!(call(any(), &kind, one.as_bytes()), 200, "70 characters");
     }
 
     /// A body of parts named by `dispositions` (each part's `Content-Disposition` parameters),
