@@ -11,6 +11,11 @@
 //! code. A layer costs one indirect call per request and allocates nothing of its own
 //! (`tests/allocations.rs`).
 //!
+//! Order matters where a layer answers: a response made inside a layer passes only the layers
+//! outside it. Put [`Cors`] (and [`RequestIds`]) outside the layers that may answer early (an
+//! authorization check, [`TimeLimit`]'s 503), or a browser sees their answers without CORS
+//! headers and reports a CORS error instead of the status.
+//!
 //! ```
 //! use twinhttp::layer::{HandlerExt, layer_fn};
 //! use twinhttp::{Response, Router};
