@@ -86,8 +86,11 @@ fn an_http_response_is_served(engine: Engine) {
     assert!(r.body.is_empty());
     let r = c.request("GET /missing", "");
     assert_eq!((r.status, r.body.len()), (404, 0));
+    // A 1xx from a handler is answered as a panic is: 500, no body, and the connection closes.
     let r = c.request("GET /switch", "");
     assert_eq!((r.status, r.body.len()), (500, 0));
+    assert!(c.is_closed(), "closed after a handler's 1xx");
+    let mut c = Client::new(srv.addr);
     let r = c.request("DELETE /method", "");
     assert_eq!(r.text(), "deleted");
     // The ported handler: its status, its repeated fields and its body, on the same connection.
