@@ -285,10 +285,19 @@ fn the_request_id_ends_the_line(engine: Engine) {
     assert_eq!(c.request("GET /", "X-Request-Id: trace-7\r\n").status, 200);
     let made = c.request("GET /", "");
     let id = made.header("x-request-id").expect("an id").to_owned();
-    let lines = lines_of(peer, 2, Duration::from_secs(10));
-    assert_eq!(lines.len(), 2, "{lines:#?}");
+    // A handler's 1xx goes out as a 500, logged with the id its response carried (the review
+    // found it lost with the handler's response).
+    assert_eq!(
+        c.request("GET /status/103", "X-Request-Id: trace-9\r\n")
+            .status,
+        500
+    );
+    let lines = lines_of(peer, 3, Duration::from_secs(10));
+    assert_eq!(lines.len(), 3, "{lines:#?}");
     assert!(lines[0].ends_with("ms id=trace-7"), "{lines:#?}");
     assert!(lines[1].ends_with(&format!("ms id={id}")), "{lines:#?}");
+    assert!(lines[2].contains("\" 500 0 "), "{lines:#?}");
+    assert!(lines[2].ends_with("ms id=trace-9"), "{lines:#?}");
 }
 
 engine_tests!(

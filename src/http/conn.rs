@@ -373,7 +373,9 @@ impl Conn {
             head.path(),
             resp.status()
         );
-        // (A bodyless 500 leaves nothing to do after its head.)
+        // The log keeps the id the handler's response carried. (A bodyless 500 leaves nothing
+        // to do after its head.)
+        self.access.request_id(|| resp.header("x-request-id"));
         let _done = self.write_response(head, Answer::Panicked, body_in_sync, true, out, date);
         After::Unsent(resp.into_body().kind)
     }
