@@ -561,7 +561,7 @@ mod tests {
             400
         );
         // RFC 7578 §4.2 and RFC 2046 §5.1.1, which a user's trial found taken: a part without
-        // `Content-Disposition: form-data; name=...`, and a boundary of 0 or 71 characters.
+        // `Content-Disposition: form-data`, and a boundary of 0 or 71 characters.
         let any = MultipartLimits::default;
         for head in [
             "Content-Type: text/plain",
