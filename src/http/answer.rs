@@ -1,7 +1,7 @@
 //! What a handler's answer to a request comes to: the answer as the engine reports it
 //! ([`Answer`]), and what is left to do once the connection wrote its response head ([`After`]).
 
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::panics::Panics;
 use crate::http::refusal::Refusal;
 use crate::http::response::{BodyKind, Response};

@@ -7,9 +7,10 @@ use std::net::IpAddr;
 use crate::http::access::{AccessLog, Logging};
 use crate::http::address::Address;
 use crate::http::answer::{After, Answer};
-use crate::http::body::{self, Decoder};
+use crate::http::body::Decoder;
 use crate::http::buf::ReadBuf;
 use crate::http::date::DateLine;
+use crate::http::framing::Encoder;
 use crate::http::origin::Origin;
 use crate::http::parse::{ParseError, parse_head};
 use crate::http::refusal::Refusal;
@@ -50,58 +51,6 @@ pub(crate) enum Close {
     /// and not cleanly where the transport can tell (`Transport::abort`: no TLS `close_notify`),
     /// so that a client reading a close-delimited body sees a truncation, not an end.
     Abort,
-}
-
-/// How response payload is framed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Encoder {
-    /// No payload is sent (HEAD, 1xx, 204, 304).
-    Skip,
-    /// Exactly `remaining` more bytes.
-    Length { remaining: u64 },
-    /// Chunked transfer coding.
-    Chunked,
-    /// Payload until the connection closes (HTTP/1.0 peer, unknown length).
-    CloseDelimited,
-}
-
-impl Encoder {
-    /// Appends `data` framed, truncating a Content-Length body at its declared size. Returns
-    /// how many of its bytes are sent. (Inlined: a response's body is framed here on the
-    /// hot path; callgrind counted 27 instructions a request when it was not.)
-    #[inline]
-    pub(crate) fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) -> usize {
-        match self {
-            Encoder::Skip => 0,
-            Encoder::Length { remaining } => {
-                let n = usize::try_from(*remaining).map_or(data.len(), |r| r.min(data.len()));
-                out.extend_from_slice(&data[..n]);
-                *remaining -= n as u64;
-                n
-            }
-            Encoder::Chunked => {
-                body::encode_chunk(out, data);
-                data.len()
-            }
-            Encoder::CloseDelimited => {
-                out.extend_from_slice(data);
-                data.len()
-            }
-        }
-    }
-
-    /// Appends the end of the body. False when a Content-Length body came up short, which leaves
-    /// the connection unusable.
-    pub(crate) fn finish(&self, out: &mut Vec<u8>) -> bool {
-        match self {
-            Encoder::Chunked => {
-                out.extend_from_slice(body::LAST_CHUNK);
-                true
-            }
-            Encoder::Length { remaining } => *remaining == 0,
-            Encoder::Skip | Encoder::CloseDelimited => true,
-        }
-    }
 }
 
 /// Why a request's deadline passed, as [`Conn::request_timed_out`] hears it.

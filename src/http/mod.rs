@@ -14,6 +14,7 @@ pub(crate) mod driver;
 pub(crate) mod due;
 pub(crate) mod file;
 pub(crate) mod form;
+pub(crate) mod framing;
 pub(crate) mod linger;
 #[cfg(feature = "multipart")]
 pub(crate) mod multipart;

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crate::http::address::Address;
 use crate::http::buf::ReadBuf;
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::panics::Panics;
 use crate::rate::MinRate;
 

@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::panics::{Panics, catch, panics_when_dropped};
 use crate::http::response::BodyKind;
 

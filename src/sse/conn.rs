@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::sender::{Flow, Queue, Shared, Stream, lock};
 use crate::deadline;
 use crate::http::budget::{Enlisted, Queued};
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::session::{Callbacks, Duplex, Io, Next, Session, Start, Takeover, Work};
 use crate::rate::{Meter, MinRate};
 

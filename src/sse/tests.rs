@@ -5,7 +5,7 @@ use super::*;
 use std::time::{Duration, Instant};
 
 use crate::http::buf::ReadBuf;
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::response::BodyKind;
 use crate::http::session::memory::{Pipe, Wakes, waker};
 use crate::http::session::{Callbacks, Next, Session, Start};

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::http::buf::ReadBuf;
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::request_head::RequestHead;
 use crate::http::session::Takeover;
 use crate::http::spool::Received;

@@ -12,7 +12,7 @@ use crate::MinRate;
 use crate::http::body::Decoder;
 use crate::http::budget::Held;
 use crate::http::buf::{INITIAL_READ_BUF, ReadBuf};
-use crate::http::conn::Encoder;
+use crate::http::framing::Encoder;
 use crate::http::panics::Panics;
 use crate::http::pools::Pools;
 use crate::http::request_head::RequestHead;
