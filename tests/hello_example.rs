@@ -5,30 +5,17 @@
 #[path = "../examples/support/child.rs"]
 #[allow(dead_code)]
 mod child;
+mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
-use std::time::Duration;
 
 use child::{ChildServer, EVERY_CONFIGURATION, example_for_test};
+use support::Client;
 
-/// One request on a new connection, closed after it: the status line and the body.
-fn get(srv: &ChildServer, target: &str) -> (String, String) {
-    let mut s = TcpStream::connect(srv.addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut got = String::new();
-    s.read_to_string(&mut got)
-        .expect("the response, to its close");
-    let (head, body) = got.split_once("\r\n\r\n").unwrap_or((&got, ""));
-    let status = head.lines().next().unwrap_or_default().to_owned();
-    (status, body.to_owned())
+/// One request on a new connection: the status and the body as text.
+fn get(srv: &ChildServer, target: &str) -> (u16, String) {
+    let r = Client::new(srv.addr).request(&format!("GET {target}"), "");
+    (r.status, r.text())
 }
 
 #[test]
@@ -39,7 +26,7 @@ fn hellos_routes_answer_as_documented() {
             .args(flags)
             .env("RUST_LOG", "off");
         let srv = ChildServer::spawn(cmd);
-        let ok = |body: &str| ("HTTP/1.1 200 OK".to_owned(), body.to_owned());
+        let ok = |body: &str| (200, body.to_owned());
         assert_eq!(get(&srv, "/"), ok("Hello, World!"), "{flags:?}");
         assert_eq!(get(&srv, "/cpu?us=10"), ok("done"), "{flags:?}");
         assert_eq!(get(&srv, "/sleep?ms=1"), ok("slept"), "{flags:?}");
@@ -51,15 +38,13 @@ fn hellos_routes_answer_as_documented() {
             ("/cpu?us=18446744073709551615", "us is over 1000000\n"),
             ("/sleep?ms=10001", "ms is over 10000\n"),
         ] {
-            let (status, body) = get(&srv, target);
-            assert_eq!(status, "HTTP/1.1 400 Bad Request", "{flags:?} {target}");
-            assert_eq!(body, why, "{flags:?} {target}");
+            assert_eq!(
+                get(&srv, target),
+                (400, why.to_owned()),
+                "{flags:?} {target}"
+            );
         }
-        assert_eq!(
-            get(&srv, "/nothing").0,
-            "HTTP/1.1 404 Not Found",
-            "{flags:?}"
-        );
+        assert_eq!(get(&srv, "/nothing").0, 404, "{flags:?}");
         srv.stop();
     }
 }
