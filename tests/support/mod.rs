@@ -40,6 +40,7 @@ fn mapped() -> u64 {
 /// new thread a cached stack without a mapping.)
 #[cfg(target_os = "linux")]
 pub fn with_address_space<T>(room: u64, f: impl FnOnce() -> T) -> T {
+    until_threads_started();
     let lowered = lower_limit(rustix::process::Resource::As, mapped() + room);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     drop(lowered);
@@ -58,6 +59,32 @@ pub fn with_address_space<T>(room: u64, f: impl FnOnce() -> T) -> T {
             };
             panic!("failed under a lowered address-space limit: {what}")
         }
+    }
+}
+
+/// Waits (10 s at most) until every other thread of the process is blocked in a system call:
+/// each has then run its start, whose alternative signal stack std maps as the thread begins.
+/// A thread spawned just before the address space is limited (an engine's loop that has not
+/// run yet on a busy machine) would otherwise fail that mapping and abort the process.
+#[cfg(target_os = "linux")]
+fn until_threads_started() {
+    let me = std::fs::read_link("/proc/thread-self").expect("this thread");
+    let me = me.file_name().map(std::ffi::OsStr::to_owned);
+    let runnable = || {
+        std::fs::read_dir("/proc/self/task")
+            .expect("the threads")
+            .flatten()
+            .filter(|t| Some(t.file_name()) != me)
+            .filter(|t| {
+                // `running` while it runs or waits to (a number: the call it is blocked in).
+                std::fs::read_to_string(t.path().join("syscall"))
+                    .is_ok_and(|call| call.starts_with("running"))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while runnable() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
